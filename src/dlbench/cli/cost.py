@@ -1,0 +1,9 @@
+"""`dlbench cost` (not yet written: registers nothing)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to `app`."""

@@ -1,0 +1,60 @@
+"""One measured configuration: what `dlbench run` expands its options into, one child process each.
+
+`RunConfig` is the contract between the planner (which expands the CLI options), the worker (which runs one
+config in a child process) and the workloads (which build the model and inputs). It is plain data: it
+round-trips through `to_dict`/`from_dict` so it can be handed to a child process as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
+# amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+
+# torch.compile modes; "off" is eager execution.
+COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-overhead")
+
+# Workload size: "full" is the published model; "tiny" is a few layers and small inputs that train on a CPU
+# in well under a second per step (tests and smoke checks).
+FLAVOURS: tuple[str, ...] = ("full", "tiny")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one measurement."""
+
+    workload: str
+    precision: str = "fp32"
+    compile: str = "off"
+    batch_size: int = 32
+    seq_len: int | None = None  # None: the workload's default (sequence workloads only)
+    device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "mps"
+    warmup_steps: int = 10
+    steps: int = 50
+    repeats: int = 3
+    seed: int = 0
+    flavour: str = "full"
+    world_size: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name, e.g. `resnet50 amp-fp16 compile=default bs=256`."""
+        parts = [self.workload, self.precision, f"compile={self.compile}", f"bs={self.batch_size}"]
+        if self.seq_len:
+            parts.append(f"seq={self.seq_len}")
+        if self.world_size > 1:
+            parts.append(f"x{self.world_size}")
+        if self.flavour != "full":
+            parts.append(self.flavour)
+        return " ".join(parts)

@@ -1,0 +1,1 @@
+"""Training workloads: one file per model family, each registered in `registry.WORKLOADS`."""
