@@ -59,10 +59,14 @@ def short_source(source: str) -> str:
 
 def matching_published(workload: str, precision: str, seq_len: int | None, num_gpus: int,
                        published: list[Any]) -> list[Any]:
-    """Published rows with exactly this workload, precision, sequence length and GPU count."""
+    """Published rows with exactly this workload, precision, sequence length and GPU count.
+
+    Rows whose source notes say they are not comparable (NVIDIA's seq-512 BERT figures use sequence binning,
+    which fixed-length synthetic data cannot reproduce) are left out.
+    """
     return [p for p in published
             if p.workload == workload and p.precision == precision and p.seq_len == seq_len
-            and int(p.num_gpus) == int(num_gpus)]
+            and int(p.num_gpus) == int(num_gpus) and "not comparable" not in (p.notes or "")]
 
 
 def published_medians(workload: str, precision: str, seq_len: int | None, num_gpus: int = 1,

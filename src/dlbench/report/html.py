@@ -1,0 +1,279 @@
+"""The HTML report: `dlbench report --latest --output report/` writes `report/index.html` plus every chart.
+
+`write_report(documents, out_dir)` draws the charts (PNG and SVG files next to the page) and renders
+`templates/report.html.j2`. The page is self-contained: each chart is embedded as an SVG data URI, so
+`index.html` can be mailed or attached on its own; the files are there for slides and posts.
+Figures come from `dlbench.analysis` (ranking, speed-ups, scaling); this module only arranges them.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dlbench import __version__
+from dlbench.analysis.compare import config_label
+from dlbench.analysis.ranking import (
+    canonical_gpu,
+    load_published_rows,
+    rank_among_published,
+    result_gpu_name,
+    vs_published,
+)
+from dlbench.analysis.speedups import scaling_series, speedups
+from dlbench.report import charts, fmt
+
+TEMPLATE = "report.html.j2"
+
+
+def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None) -> Path:
+    """Write `out_dir/index.html` and the charts (`out_dir/charts/*.png|svg`) for these result documents."""
+    out_dir = Path(out_dir)
+    chart_dir = out_dir / "charts"
+    if published is None:
+        published = load_published_rows()
+    runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
+    rows = _result_rows(documents, runs, published)
+    sections = []
+    sections += _ranking_sections(documents, runs, published, chart_dir)
+    sections += _speedup_sections(documents, runs, chart_dir)
+    sections += _step_time_sections(documents, runs, chart_dir)
+    sections += _scaling_sections(documents, runs, chart_dir)
+    sections += _telemetry_sections(documents, runs, chart_dir)
+    context = {
+        "title": "dlbench report",
+        "runs": runs,
+        "rows": rows,
+        "sections": sections,
+        "environment": _environment_table(documents, runs),
+        "methodology": _methodology(documents),
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": __version__,
+        "sources": sorted({s for r in rows for s in r["sources"]}),
+        "ok_count": sum(1 for r in rows if r["status"] == "ok"),
+    }
+    html = _render(context)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index = out_dir / "index.html"
+    index.write_text(html, encoding="utf-8")
+    return index
+
+
+def _render(context: dict[str, Any]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
+                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    return env.get_template(TEMPLATE).render(**context)
+
+
+def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
+    env = doc.get("environment") or {}
+    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, dict)]
+    names = sorted(set(gpus))
+    gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {canonical_gpu(n) or n}" for n in names) if names else "no GPU"
+    short = str(doc.get("run_id") or f"run{index + 1}")[:8]
+    return {"run_id": doc.get("run_id"), "short": short, "created_at": doc.get("created_at"),
+            "hostname": env.get("hostname"), "gpus": gpu_text,
+            "prefix": f"run {short}" if count > 1 else None}
+
+
+def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
+    rows = []
+    for doc, run in zip(documents, runs):
+        for r in doc.get("results") or []:
+            vs = vs_published(r, result_gpu_name(doc, r), published)
+            st = r.get("step_time_s") or {}
+            rows.append({
+                "run": run["short"], "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
+                "precision": fmt.precision_name(r.get("precision", "?")), "compile": fmt.compile_name(r.get("compile")),
+                "batch_size": fmt.plain(r.get("batch_size")), "world_size": r.get("world_size") or 1,
+                "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
+                "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > 0.05,
+                "step_ms": fmt.ms(st.get("median")),
+                "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else fmt.DASH,
+                "memory": fmt.gigabytes(r.get("peak_memory_bytes")), "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
+                "vs_published": vs["text"] or fmt.DASH, "vs_reason": vs["reason"] or "",
+                "vs_good": vs["ratio"] is not None and vs["ratio"] >= 0.95,
+                "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
+                "flavour": r.get("flavour") or "full",
+            })
+    return rows
+
+
+def _ranking_sections(documents, runs, published, chart_dir) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for doc, run in zip(documents, runs):
+        for r in doc.get("results") or []:
+            gpu = result_gpu_name(doc, r)
+            if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
+                continue
+            key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
+            label = f"{canonical_gpu(gpu) or gpu} \u00b7 {fmt.compile_name(r.get('compile'))}"
+            label = f"\u25b6 {run['prefix'] + ': ' if run['prefix'] else 'this run: '}{label}"
+            groups.setdefault(key, []).append({"label": label, "samples_per_s": r["samples_per_s"],
+                                               "unit": fmt.unit_of(r)})
+    sections = []
+    for (workload, precision, seq_len, n), entries in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
+                f"{n} GPU{'s' if n > 1 else ''}")
+        ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
+        if not ranked:
+            sections.append({"kind": "ranking", "title": f"Ranking: {what}", "chart": None,
+                             "note": f"No published results to rank against for {what}: nothing is compared."})
+            continue
+        sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
+        name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"],
+                                     f"Published: median per GPU ({'; '.join(sources)}). Batch sizes differ by source.",
+                                     chart_dir, name)
+        sections.append(_section("ranking", f"Ranking: {what}", chart))
+    return sections
+
+
+def _speedup_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+    entries, prefix = [], {}
+    for doc, run in zip(documents, runs):
+        for e in speedups(doc.get("results") or []):
+            if run["prefix"]:
+                prefix[len(entries)] = run["prefix"]
+            entries.append(e)
+    if not entries:
+        return [{"kind": "speedups", "title": "Speed-ups", "chart": None,
+                 "note": "No speed-up to show: a run needs the same configuration both eager and compiled, or in "
+                         "mixed and full precision."}]
+    return [_section("speedups", "Speed-ups", charts.speedup_chart(entries, chart_dir, prefix=prefix))]
+
+
+def _step_time_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+    by_workload: dict[str, list[dict[str, Any]]] = {}
+    for doc, run in zip(documents, runs):
+        for r in doc.get("results") or []:
+            times = [t for rep in r.get("repeats") or [] for t in rep.get("step_times_s") or []]
+            if r.get("status") != "ok" or not times:
+                continue
+            label = _short_config(r)
+            if run["prefix"]:
+                label = f"{run['short']} \u00b7 {label}"
+            by_workload.setdefault(r["workload"], []).append(
+                {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision")})
+    if not by_workload:
+        return []
+    groups = [{"workload": w, "configs": c} for w, c in by_workload.items()]
+    return [_section("distribution", "Step-time distribution", charts.step_time_chart(groups, chart_dir))]
+
+
+def _scaling_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+    series = [s for doc in documents for s in scaling_series(doc.get("results") or [])]
+    if not series:
+        return []
+    return [_section("scaling", "Multi-GPU scaling", charts.scaling_chart(series, chart_dir))]
+
+
+def telemetry_series(telemetry: Any) -> dict[str, list] | None:
+    """Column series `{"t_s": [...], "power_w": [...], ...}` from a result's `telemetry` block, or None.
+
+    Accepts a list of samples (`samples: [{"t_s", "power_w", ...}]`) or columns (`series: {...}` or the
+    block itself); a block without samples (no NVML, a CPU run) gives None.
+    """
+    if not isinstance(telemetry, dict) or telemetry.get("available") is False:
+        return None
+    keys = ["t_s"] + [k for k, _, _ in charts.TELEMETRY_PANELS]
+    samples = telemetry.get("samples")
+    if isinstance(samples, list) and samples and isinstance(samples[0], dict):
+        cols = {k: [s.get(k) for s in samples] for k in keys}
+    else:
+        source = telemetry.get("series") if isinstance(telemetry.get("series"), dict) else telemetry
+        cols = {k: list(source.get(k) or []) for k in keys}
+    if not cols["t_s"] or not any(any(v is not None for v in cols[k]) for k in keys[1:]):
+        return None
+    t0 = cols["t_s"][0]
+    cols["t_s"] = [t - t0 for t in cols["t_s"]]
+    return {k: (v if any(x is not None for x in v) else []) for k, v in cols.items()}
+
+
+def _telemetry_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+    traces = []
+    for doc, run in zip(documents, runs):
+        for r in doc.get("results") or []:
+            series = telemetry_series(r.get("telemetry"))
+            if series:
+                label = _short_config(r)
+                traces.append({"label": f"{run['short']} \u00b7 {label}" if run["prefix"] else
+                               f"{fmt.workload_name(r['workload'])} \u00b7 {label}", "series": series})
+    if not traces:
+        return []
+    return [_section("telemetry", "GPU telemetry", charts.telemetry_chart(traces, chart_dir))]
+
+
+def _short_config(r: dict[str, Any]) -> str:
+    parts = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")), f"bs {r.get('batch_size')}"]
+    if r.get("seq_len"):
+        parts.append(f"seq {r['seq_len']}")
+    if (r.get("world_size") or 1) > 1:
+        parts.append(f"{r['world_size']} GPUs")
+    return " \u00b7 ".join(parts)
+
+
+def _section(kind: str, title: str, chart: charts.Chart) -> dict[str, Any]:
+    svg = chart.svg.read_bytes()
+    return {"kind": kind, "title": title, "chart": chart, "note": None,
+            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
+            "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
+
+
+_ENV_FIELDS = (
+    ("Host", "hostname"), ("GPUs", None), ("NVIDIA driver", "driver_version"), ("CUDA", "cuda_version"),
+    ("cuDNN", "cudnn_version"), ("NCCL", "nccl_version"), ("PyTorch", "torch_version"), ("Python", "python_version"),
+    ("OS", "os"), ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("Memory", "memory_bytes"),
+    ("git commit", "git_commit"),
+)
+
+
+def _environment_table(documents, runs) -> dict[str, Any]:
+    """Rows of (label, one value per run) for the environment table."""
+    rows = [("Run", [r["run_id"] or fmt.DASH for r in runs]), ("Created", [r["created_at"] or fmt.DASH for r in runs]),
+            ("dlbench", [fmt.plain(d.get("dlbench_version")) for d in documents])]
+    for label, key in _ENV_FIELDS:
+        values = []
+        for doc, run in zip(documents, runs):
+            env = doc.get("environment") or {}
+            if key is None:
+                values.append(run["gpus"])
+            elif key == "memory_bytes":
+                values.append(fmt.gigabytes(env.get(key)))
+            else:
+                values.append(fmt.plain(env.get(key)))
+        rows.append((label, values))
+    return {"headers": [r["short"] for r in runs], "rows": rows}
+
+
+def _methodology(documents) -> list[tuple[str, str]]:
+    """What was timed and how, from the documents' own numbers (warm-up and measured step counts)."""
+    warmups, steps, repeats = set(), set(), set()
+    for doc in documents:
+        for r in doc.get("results") or []:
+            if r.get("status") != "ok":
+                continue
+            warmups.add(len(r.get("warmup_step_times_s") or []))
+            reps = r.get("repeats") or []
+            repeats.add(len(reps))
+            steps.update(len(rep.get("step_times_s") or []) for rep in reps)
+
+    def counts(values: set[int]) -> str:
+        return ", ".join(str(v) for v in sorted(values)) or fmt.DASH
+
+    return [
+        ("Data", "Synthetic random inputs created once on the device from a fixed seed, outside the timed loop."),
+        ("Warm-up", f"{counts(warmups)} steps per configuration, timed but excluded from every figure."),
+        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps; the device is synchronised before "
+                        "every clock read and each configuration runs in its own process."),
+        ("Throughput", "Per repeat: samples / sum of its step times (samples = batch size \u00d7 GPUs). Reported: "
+                       "the mean over repeats; CV is their coefficient of variation (warning above 5%)."),
+        ("Compilation", "torch.compile time is measured separately and never counted in throughput."),
+        ("Published results", "Median per GPU of published figures with the same workload, sequence length, "
+                              "precision and GPU count; each source is named under the chart."),
+    ]
