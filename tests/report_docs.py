@@ -73,10 +73,25 @@ def make_document(results: list[dict[str, Any]], env: dict[str, Any] | None = No
             "results": results}
 
 
-def telemetry_block(seconds: float = 5.0, interval_s: float = 0.1) -> dict[str, Any]:
-    """A telemetry block with power, temperature and SM clock series (format of the telemetry sampler)."""
-    n = int(seconds / interval_s)
-    t = [i * interval_s for i in range(n)]
-    return {"available": True, "interval_s": interval_s,
-            "samples": [{"t_s": x, "power_w": 300 + 350 * min(1.0, x), "temperature_c": 45 + 4 * x,
-                         "sm_clock_hz": 1.98e9 - 1e7 * x} for x in t]}
+def telemetry_block(seconds: float = 5.0, interval_s: float = 0.1, power_limit_w: float = 700.0) -> dict[str, Any]:
+    """A telemetry block as the NVML sampler writes it: summary figures plus column `series`."""
+    t = [i * interval_s for i in range(int(seconds / interval_s))]
+    power = [300 + 350 * min(1.0, x) for x in t]
+    return {"available": True, "source": "nvml", "sample_interval_s": interval_s, "num_samples": len(t),
+            "duration_s": t[-1], "power_mean_w": statistics.fmean(power), "power_limit_w": power_limit_w,
+            "series": {"t_s": t, "power_w": power, "temperature_c": [45 + 4 * x for x in t],
+                       "sm_clock_mhz": [1980 - 10 * x for x in t]}}
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run `dlbench ARGV` in this process the way the console script does; returns (exit code, out, err)."""
+    from dlbench.cli.app import main
+
+    capsys.readouterr()
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_docs import environment, make_document, make_result
-from typer.testing import CliRunner
+from report_docs import environment, make_document, make_result, run_cli, telemetry_block
 
 from dlbench.analysis.compare import compare_documents, config_key, significance
-from dlbench.cli.app import get_app
 from dlbench.jsonio import write_json_atomic
 
 
@@ -69,7 +67,8 @@ def test_failed_result_is_listed_with_a_reason_not_tested():
 
 
 def test_environment_differences_are_warnings():
-    a = make_document([make_result()], env=environment(driver_version="550.54"))
+    a = make_document([make_result(telemetry=telemetry_block(power_limit_w=400.0))],
+                      env=environment(driver_version="550.54"))
     env_b = environment(gpu_name="NVIDIA A100-SXM4-80GB", torch_version="2.5.1+cu124")
     env_b["gpus"][0]["power_limit_w"] = 300.0
     b = make_document([make_result(seed=3)], env=env_b)
@@ -78,8 +77,16 @@ def test_environment_differences_are_warnings():
     assert "GPU differs" in text and "NVIDIA A100-SXM4-80GB" in text
     assert "NVIDIA driver version differs" in text
     assert "torch version differs" in text
-    assert "power limit differs" in text and "300 W" in text
+    assert "power limit differs: A 400 W, B 300 W" in text
     assert "CUDA" not in text  # same CUDA on both sides
+
+
+def test_power_limit_from_telemetry_blocks():
+    a = make_document([make_result(telemetry=telemetry_block(power_limit_w=700.0))])
+    same = make_document([make_result(seed=4, telemetry=telemetry_block(power_limit_w=700.0))])
+    lower = make_document([make_result(seed=4, telemetry=telemetry_block(power_limit_w=450.0))])
+    assert not any("power" in w for w in compare_documents(a, same)["warnings"])
+    assert "GPU power limit differs: A 700 W, B 450 W" in compare_documents(a, lower)["warnings"]
 
 
 def test_gpu_count_difference_is_a_warning():
@@ -115,36 +122,56 @@ def _write(tmp_path, name, doc):
     return str(path)
 
 
-def test_cli_compare_json_from_files(tmp_path):
+def test_cli_compare_json_from_files(tmp_path, capsys):
     a = make_document([make_result(step_time_s=0.1, seed=1)])
     b = make_document([make_result(step_time_s=0.05, seed=2)], env=environment(cuda_version="12.4"))
-    result = CliRunner().invoke(get_app(), ["compare", _write(tmp_path, "a.json", a),
-                                            _write(tmp_path, "b.json", b), "--json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+    code, out, err = run_cli(capsys, "compare", _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b),
+                             "--json")
+    assert code == 0, err
+    data = json.loads(out)
     assert data["rows"][0]["ratio"] == pytest.approx(2.0, rel=0.02)
     assert data["rows"][0]["significant"] is True
     assert any("CUDA" in w for w in data["warnings"])
 
 
-def test_cli_compare_table(tmp_path):
+def test_cli_compare_table(tmp_path, capsys):
     a = make_document([make_result(step_time_s=0.1, seed=1)])
     b = make_document([make_result(step_time_s=0.1, seed=2)])
-    result = CliRunner().invoke(get_app(), ["compare", _write(tmp_path, "a.json", a),
-                                            _write(tmp_path, "b.json", b)])
-    assert result.exit_code == 0, result.output
-    assert "resnet50" in result.output
-    assert "no" in result.output.lower()  # not significant
+    code, out, err = run_cli(capsys, "compare", _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b))
+    assert code == 0, err
+    assert "resnet50" in out
+    assert "significant" in out and " no " in out
 
 
-def test_cli_compare_needs_b_or_published(tmp_path):
+def test_cli_compare_runs_from_the_store(capsys):
+    from dlbench.store import open_store
+
+    a = make_document([make_result(step_time_s=0.1, seed=1)], created_at="2026-11-21T10:00:00Z")
+    b = make_document([make_result(step_time_s=0.08, seed=2)], created_at="2026-11-22T10:00:00Z")
+    store = open_store()
+    store.save_run(a)
+    store.save_run(b)
+    code, out, err = run_cli(capsys, "compare", a["run_id"][:10], "latest", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["a_run_id"], data["b_run_id"]) == (a["run_id"], b["run_id"])
+    assert data["rows"][0]["change_pct"] == pytest.approx(25.0, abs=1.0)
+
+
+def test_cli_compare_unknown_run_is_exit_2(capsys):
+    code, out, err = run_cli(capsys, "compare", "deadbeef", "latest")
+    assert code == 2
+    assert err.startswith("error:") and "Traceback" not in err
+
+
+def test_cli_compare_needs_b_or_published(tmp_path, capsys):
     a = make_document([make_result()])
-    result = CliRunner().invoke(get_app(), ["compare", _write(tmp_path, "a.json", a)])
-    assert result.exit_code == 2
-    assert "--published" in result.output
+    code, _, err = run_cli(capsys, "compare", _write(tmp_path, "a.json", a))
+    assert code == 2
+    assert "--published" in err
 
 
-def test_cli_compare_missing_file_is_bad_input(tmp_path):
-    result = CliRunner().invoke(get_app(), ["compare", str(tmp_path / "nope.json"), str(tmp_path / "x.json")])
-    assert result.exit_code == 2
-    assert "Traceback" not in result.output
+def test_cli_compare_missing_file_is_bad_input(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "x.json"))
+    assert code == 2
+    assert "no such result file" in err and "Traceback" not in err

@@ -135,7 +135,7 @@ def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAU
         "only_in_a": [config_label(r) for k, r in a_by_key.items() if k not in b_by_key],
         "only_in_b": [config_label(r) for k, r in b_by_key.items() if k not in a_by_key],
         "warnings": environment_warnings(a.get("environment") or {}, b.get("environment") or {})
-        + _noise_warnings(rows),
+        + _power_limit_warnings(a, b) + _noise_warnings(rows),
     }
 
 
@@ -152,19 +152,32 @@ def environment_warnings(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[s
         va, vb = env_a.get(key), env_b.get(key)
         if va != vb:
             warnings.append(f"{label} version differs: A {_show(va)}, B {_show(vb)}")
-    pa, pb = power_limits_w(env_a), power_limits_w(env_b)
-    if pa != pb and (any(p is not None for p in pa) or any(p is not None for p in pb)):
-        warnings.append(f"GPU power limit differs: A {_watts(pa)}, B {_watts(pb)}")
     return warnings
 
 
-def power_limits_w(env: dict[str, Any]) -> list[float | None]:
-    """Power limit of each GPU in watts, where the environment records it (`power_limit_w`), else None."""
-    gpus = env.get("gpus") or []
-    limits = [g.get("power_limit_w") for g in gpus if isinstance(g, dict)]
-    if not any(v is not None for v in limits) and env.get("power_limit_w") is not None:
-        return [env["power_limit_w"]]
-    return limits
+def power_limits_w(document: dict[str, Any]) -> list[float]:
+    """The distinct GPU power limits (W) a document records, sorted; empty when it records none.
+
+    Looked for in the environment (`power_limit_w` per GPU or overall) and in each result's telemetry block,
+    where the NVML sampler stores the limit in force while the configuration ran.
+    """
+    env = document.get("environment") or {}
+    found = [g.get("power_limit_w") for g in env.get("gpus") or [] if isinstance(g, dict)]
+    found.append(env.get("power_limit_w"))
+    for result in document.get("results") or []:
+        telemetry = result.get("telemetry")
+        if isinstance(telemetry, dict):
+            found.append(telemetry.get("power_limit_w"))
+    return sorted({float(v) for v in found if isinstance(v, (int, float))})
+
+
+def _power_limit_warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    pa, pb = power_limits_w(a), power_limits_w(b)
+    if pa and pb and pa != pb:
+        return [f"GPU power limit differs: A {_watts(pa)}, B {_watts(pb)}"]
+    if bool(pa) != bool(pb):
+        return [f"GPU power limit recorded for only one run: A {_watts(pa)}, B {_watts(pb)}"]
+    return []
 
 
 def _noise_warnings(rows: list[dict[str, Any]]) -> list[str]:
@@ -216,5 +229,5 @@ def _show(value: Any) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _watts(values: list[float | None]) -> str:
-    return ", ".join("unknown" if v is None else f"{v:g} W" for v in values) or "unknown"
+def _watts(values: list[float]) -> str:
+    return ", ".join(f"{v:g} W" for v in values) or "unknown"

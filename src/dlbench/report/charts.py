@@ -268,9 +268,9 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
         return _save(fig, out_dir, name, title, caption)
 
 
-# Telemetry series to plot: (key in a sample, axis label, scale to display unit).
+# Telemetry series to plot: (column of the sampler's `series`, axis label, scale to the axis unit).
 TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperature (\u00b0C)", 1.0),
-                    ("sm_clock_hz", "SM clock (MHz)", 1e-6))
+                    ("sm_clock_mhz", "SM clock (MHz)", 1.0))
 
 
 def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry") -> Chart:
