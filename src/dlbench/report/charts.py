@@ -87,8 +87,24 @@ def _save(fig, out_dir: Path, name: str, title: str, caption: str) -> Chart:
     return Chart(name=name, title=title, caption=caption, png=png, svg=svg)
 
 
-def _subtitle(ax, text: str) -> None:
-    ax.text(0, 1.02, text, transform=ax.transAxes, fontsize=9, color=MUTED, va="bottom", ha="left")
+def _titles(fig, ax, title: str, subtitle: str | None = None) -> None:
+    """Bold title at the figure's left edge; the subtitle, wrapped, above the plot in muted grey."""
+    import textwrap
+
+    fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+    if subtitle:
+        ax.set_title(textwrap.fill(subtitle, 80), loc="left", fontsize=9, color=MUTED, fontweight="normal", pad=8)
+
+
+def _on(where: str) -> str:
+    """Charts are shared on their own, so their titles say which hardware they show."""
+    return f" \u00b7 {where}" if where else ""
+
+
+def _thousands():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: f"{v:,.0f}")
 
 
 def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
@@ -118,19 +134,14 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.set_xlim(0, top * 1.12)
         ax.set_ylim(-0.6, n - 0.4)
         ax.grid(axis="y", visible=False)
+        ax.xaxis.set_major_formatter(_thousands())
         ax.set_xlabel(f"training throughput ({unit}/s, higher is better)")
-        ax.set_title(title)
-        _subtitle(ax, subtitle)
-        from matplotlib.patches import Patch
-
-        ax.legend(handles=[Patch(color=THIS_RUN_COLOUR, label="this run"),
-                           Patch(color=PUBLISHED_COLOUR, label="published (median per GPU)")],
-                  loc="lower right")
+        _titles(fig, ax, title, subtitle)
         return _save(fig, out_dir, name, title, subtitle)
 
 
 def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "speedups",
-                  prefix: dict[int, str] | None = None) -> Chart:
+                  prefix: dict[int, str] | None = None, where: str = "") -> Chart:
     """Two panels of horizontal bars: torch.compile vs eager, and mixed precision vs TF32/FP32.
 
     `entries` come from `analysis.speedups.speedups`; `prefix` optionally maps an entry index to a run label.
@@ -138,7 +149,7 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
     panels = [("compile", "torch.compile vs eager"), ("precision", "Mixed precision vs TF32 / FP32")]
     panels = [(k, t) for k, t in panels if any(e["kind"] == k for e in entries)]
     counts = [sum(1 for e in entries if e["kind"] == k) for k, _ in panels]
-    title = "Speed-ups"
+    title = f"Speed-ups from torch.compile and mixed precision{_on(where)}"
     caption = ("Throughput of each variant divided by its baseline in the same run (same workload, batch size "
                "and GPU count); 1.0\u00d7 means no change.")
     with _figure(1.0 + 0.36 * sum(counts) + 0.9 * len(panels), nrows=len(panels), ncols=1,
@@ -165,24 +176,27 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
 
 
 def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
-    label = f"{fmt.workload_name(entry['workload'])} \u00b7 {entry['label'].replace('compile=', '')}"
+    label = fmt.workload_name(entry["workload"])
     if entry["kind"] == "compile":
-        label += f" \u00b7 {fmt.precision_name(entry['context'])}"
+        mode = entry["label"].split(" vs ", 1)[0].replace("compile=", "")
+        label += f" \u00b7 {fmt.precision_name(entry['context'])} \u00b7 mode {mode}"
     else:
-        label += f" \u00b7 {entry['context']}"
+        variant, base = entry["label"].split(" vs ", 1)
+        context = entry["context"].replace("compile=", "compile ")
+        label += f" \u00b7 {fmt.precision_name(variant)} vs {fmt.precision_name(base)} \u00b7 {context}"
     if (entry.get("world_size") or 1) > 1:
         label += f" \u00b7 {entry['world_size']} GPUs"
     return f"{run_label}: {label}" if run_label else label
 
 
-def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "step_times") -> Chart:
+def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "step_times", where: str = "") -> Chart:
     """Box plots of measured step times (ms) per configuration, one panel per workload.
 
     `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "cv": float|None}]}]`.
     Boxes span the quartiles, whiskers p5-p95, dots are the steps outside them: noise you can see.
     """
     total = sum(len(g["configs"]) for g in groups)
-    title = "Step-time distribution"
+    title = f"Step-time distribution{_on(where)}"
     caption = ("Every measured step of every repeat (warm-up excluded). Box: quartiles and median; whiskers: "
                "5th-95th percentile; dots: steps outside them. CV: coefficient of variation of throughput "
                "across repeats.")
@@ -234,12 +248,12 @@ def _precision_colour(precision: str | None) -> str:
     return _PRECISION_COLOURS.get(precision or "", OKABE_ITO["purple"])
 
 
-def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling") -> Chart:
+def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
     """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
 
     `series` come from `analysis.speedups.scaling_series`; each point is labelled with its efficiency.
     """
-    title = "Multi-GPU scaling"
+    title = f"Multi-GPU scaling{_on(where)}"
     caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling from the smallest GPU "
                "count measured; labels: scaling efficiency (measured / ideal).")
     with _figure(5.2) as (fig, axes):
@@ -262,8 +276,8 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
         ax.set_xlabel("number of GPUs")
         ax.set_ylabel("training throughput (samples/s)")
         ax.set_ylim(bottom=0)
-        ax.set_title(title)
-        _subtitle(ax, "solid: measured; dashed: ideal linear scaling")
+        ax.yaxis.set_major_formatter(_thousands())
+        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from the smallest GPU count")
         ax.legend(loc="upper left")
         return _save(fig, out_dir, name, title, caption)
 
@@ -273,13 +287,14 @@ TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperatur
                     ("sm_clock_mhz", "SM clock (MHz)", 1.0))
 
 
-def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry") -> Chart:
+def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "") -> Chart:
     """GPU power, temperature and SM clock over the measured steps, one line per configuration.
 
-    `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}}]` (see `html.telemetry_series`).
+    `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
+    (see `html.telemetry_series`); a power limit is drawn as a dotted line.
     """
     panels = [p for p in TELEMETRY_PANELS if any(t["series"].get(p[0]) for t in traces)]
-    title = "GPU telemetry during measurement"
+    title = f"GPU telemetry during measurement{_on(where)}"
     caption = "Sampled while the measured steps ran (warm-up and compilation excluded); time from the first step."
     with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes):
@@ -289,8 +304,13 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                 if not ys:
                     continue
                 xs = trace["series"]["t_s"][: len(ys)]
-                ax.plot(xs, [None if y is None else y * scale for y in ys], color=SERIES[i % len(SERIES)],
-                        linewidth=1.4, label=trace["label"])
+                colour = SERIES[i % len(SERIES)]
+                ax.plot(xs, [None if y is None else y * scale for y in ys], color=colour, linewidth=1.4,
+                        label=trace["label"])
+                if key == "power_w" and trace.get("power_limit_w"):
+                    ax.axhline(trace["power_limit_w"], color=colour, linestyle=":", linewidth=1)
+                    ax.text(0.0, trace["power_limit_w"], f" power limit {trace['power_limit_w']:g} W",
+                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="bottom")
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
         axes[0][0].legend(loc="lower right", ncols=1)

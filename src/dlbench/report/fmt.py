@@ -61,7 +61,8 @@ def ms(seconds: float | None) -> str:
 def percent(fraction: float | None, signed: bool = False) -> str:
     if fraction is None:
         return DASH
-    return f"{fraction * 100:+.1f}%" if signed else f"{fraction * 100:.1f}%"
+    digits = 2 if abs(fraction) < 0.01 else 1  # a CV of 0.04% should not print as 0.0%
+    return f"{fraction * 100:+.{digits}f}%" if signed else f"{fraction * 100:.{digits}f}%"
 
 
 def gigabytes(n_bytes: float | None) -> str:

@@ -36,17 +36,18 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         published = load_published_rows()
     runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
     rows = _result_rows(documents, runs, published)
-    sections = []
-    sections += _ranking_sections(documents, runs, published, chart_dir)
-    sections += _speedup_sections(documents, runs, chart_dir)
-    sections += _step_time_sections(documents, runs, chart_dir)
-    sections += _scaling_sections(documents, runs, chart_dir)
-    sections += _telemetry_sections(documents, runs, chart_dir)
+    groups = [g for g in (
+        _ranking_group(documents, runs, published, chart_dir),
+        _speedup_group(documents, runs, chart_dir),
+        _step_time_group(documents, runs, chart_dir),
+        _scaling_group(documents, runs, chart_dir),
+        _telemetry_group(documents, runs, chart_dir),
+    ) if g is not None]
     context = {
         "title": "dlbench report",
         "runs": runs,
         "rows": rows,
-        "sections": sections,
+        "groups": groups,
         "environment": _environment_table(documents, runs),
         "methodology": _methodology(documents),
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -76,8 +77,10 @@ def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
     names = sorted(set(gpus))
     gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {canonical_gpu(n) or n}" for n in names) if names else "no GPU"
     short = str(doc.get("run_id") or f"run{index + 1}")[:8]
+    software = " \u00b7 ".join(f"{label} {env[key]}" for label, key in
+                               (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
     return {"run_id": doc.get("run_id"), "short": short, "created_at": doc.get("created_at"),
-            "hostname": env.get("hostname"), "gpus": gpu_text,
+            "hostname": env.get("hostname"), "gpus": gpu_text, "software": software or fmt.DASH,
             "prefix": f"run {short}" if count > 1 else None}
 
 
@@ -87,24 +90,58 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
         for r in doc.get("results") or []:
             vs = vs_published(r, result_gpu_name(doc, r), published)
             st = r.get("step_time_s") or {}
+            details = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")),
+                       f"batch {fmt.plain(r.get('batch_size'))}"]
+            if (r.get("world_size") or 1) > 1:
+                details.append(f"{r['world_size']} GPUs")
+            if (r.get("flavour") or "full") != "full":
+                details.append(f"{r['flavour']} flavour")
             rows.append({
                 "run": run["short"], "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
-                "precision": fmt.precision_name(r.get("precision", "?")), "compile": fmt.compile_name(r.get("compile")),
-                "batch_size": fmt.plain(r.get("batch_size")), "world_size": r.get("world_size") or 1,
+                "details": " \u00b7 ".join(details),
                 "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
                 "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > 0.05,
                 "step_ms": fmt.ms(st.get("median")),
-                "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else fmt.DASH,
-                "memory": fmt.gigabytes(r.get("peak_memory_bytes")), "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
-                "vs_published": vs["text"] or fmt.DASH, "vs_reason": vs["reason"] or "",
-                "vs_good": vs["ratio"] is not None and vs["ratio"] >= 0.95,
+                "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
+                "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
+                "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
+                "vs_main": _vs_main(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
+                "vs_good": (vs["ratio"] or 0) >= 0.95,
                 "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
-                "flavour": r.get("flavour") or "full",
             })
     return rows
 
 
-def _ranking_sections(documents, runs, published, chart_dir) -> list[dict[str, Any]]:
+def _vs_main(vs: dict[str, Any]) -> str:
+    if vs["ratio"] is not None:
+        return fmt.ratio(vs["ratio"])
+    if vs["rank"] is not None:
+        return f"#{vs['rank']} of {vs['rank_of']}"
+    return fmt.DASH
+
+
+def _vs_note(vs: dict[str, Any]) -> str:
+    if vs["ratio"] is not None:
+        n = vs["published_count"]
+        note = f"of published median ({n} result{'s' if n != 1 else ''}); #{vs['rank']} of {vs['rank_of']} GPUs"
+        return note
+    if vs["rank"] is not None:
+        return f"among published GPUs; {vs['reason']}" if vs["reason"] else "among published GPUs"
+    return vs["reason"] or ""
+
+
+def _figure(chart: charts.Chart, caption: str | None = None) -> dict[str, Any]:
+    svg = chart.svg.read_bytes()
+    return {"chart": chart, "caption": caption or chart.caption,
+            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
+            "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
+
+
+def _group(key: str, title: str, intro: str, figures: list[dict[str, Any]], notes: list[str] | None = None):
+    return {"id": key, "title": title, "intro": intro, "figures": figures, "notes": notes or []}
+
+
+def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | None:
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for doc, run in zip(documents, runs):
         for r in doc.get("results") or []:
@@ -112,43 +149,48 @@ def _ranking_sections(documents, runs, published, chart_dir) -> list[dict[str, A
             if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
                 continue
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
-            label = f"{canonical_gpu(gpu) or gpu} \u00b7 {fmt.compile_name(r.get('compile'))}"
-            label = f"\u25b6 {run['prefix'] + ': ' if run['prefix'] else 'this run: '}{label}"
-            groups.setdefault(key, []).append({"label": label, "samples_per_s": r["samples_per_s"],
-                                               "unit": fmt.unit_of(r)})
-    sections = []
+            name = f"{run['prefix'] or 'this run'}: {canonical_gpu(gpu) or gpu} \u00b7 {fmt.compile_name(r.get('compile'))}"
+            groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
+                                               "samples_per_s": r["samples_per_s"],
+                                               "vs": vs_published(r, gpu, published)})
+    if not groups:
+        return None
+    figures, notes = [], []
     for (workload, precision, seq_len, n), entries in sorted(groups.items(), key=lambda kv: str(kv[0])):
         what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
                 f"{n} GPU{'s' if n > 1 else ''}")
         ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
         if not ranked:
-            sections.append({"kind": "ranking", "title": f"Ranking: {what}", "chart": None,
-                             "note": f"No published results to rank against for {what}: nothing is compared."})
+            notes.append(f"{what}: no published results to rank against ({entries[0]['vs']['reason']}).")
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
-        chart = charts.ranking_chart(ranked, what, entries[0]["unit"],
-                                     f"Published: median per GPU ({'; '.join(sources)}). Batch sizes differ by source.",
-                                     chart_dir, name)
-        sections.append(_section("ranking", f"Ranking: {what}", chart))
-    return sections
+        subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name)
+        caption = "; ".join(f"{e['name']}: {_vs_main(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
+        figures.append(_figure(chart, caption))
+    return _group("ranking", "Against published results",
+                  "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
+                  "precision and GPU count, with this run's results highlighted. Only like is compared with like.",
+                  figures, notes)
 
 
-def _speedup_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     entries, prefix = [], {}
     for doc, run in zip(documents, runs):
         for e in speedups(doc.get("results") or []):
             if run["prefix"]:
                 prefix[len(entries)] = run["prefix"]
             entries.append(e)
+    intro = "What torch.compile and mixed precision buy on this hardware, measured within the same run."
     if not entries:
-        return [{"kind": "speedups", "title": "Speed-ups", "chart": None,
-                 "note": "No speed-up to show: a run needs the same configuration both eager and compiled, or in "
-                         "mixed and full precision."}]
-    return [_section("speedups", "Speed-ups", charts.speedup_chart(entries, chart_dir, prefix=prefix))]
+        return _group("speedups", "Speed-ups", intro, [], [
+            "No speed-up to show: a run needs the same configuration both eager and compiled, or in mixed and "
+            "full precision."])
+    return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=_where(runs)))])
 
 
-def _step_time_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     by_workload: dict[str, list[dict[str, Any]]] = {}
     for doc, run in zip(documents, runs):
         for r in doc.get("results") or []:
@@ -161,23 +203,26 @@ def _step_time_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision")})
     if not by_workload:
-        return []
+        return None
     groups = [{"workload": w, "configs": c} for w, c in by_workload.items()]
-    return [_section("distribution", "Step-time distribution", charts.step_time_chart(groups, chart_dir))]
+    return _group("distribution", "Step-time distribution",
+                  "How steady the measurement was: a tight box means every step took about as long.",
+                  [_figure(charts.step_time_chart(groups, chart_dir, where=_where(runs)))])
 
 
-def _scaling_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     series = [s for doc in documents for s in scaling_series(doc.get("results") or [])]
     if not series:
-        return []
-    return [_section("scaling", "Multi-GPU scaling", charts.scaling_chart(series, chart_dir))]
+        return None
+    return _group("scaling", "Multi-GPU scaling", "Data-parallel throughput as GPUs are added.",
+                  [_figure(charts.scaling_chart(series, chart_dir, where=_where(runs)))])
 
 
 def telemetry_series(telemetry: Any) -> dict[str, list] | None:
     """Column series `{"t_s": [...], "power_w": [...], ...}` from a result's `telemetry` block, or None.
 
-    Accepts a list of samples (`samples: [{"t_s", "power_w", ...}]`) or columns (`series: {...}` or the
-    block itself); a block without samples (no NVML, a CPU run) gives None.
+    The NVML sampler writes columns under `series`; a list of per-reading dicts under `samples` is read too.
+    A block without readings (no NVML, a CPU run: `available` false) gives None.
     """
     if not isinstance(telemetry, dict) or telemetry.get("available") is False:
         return None
@@ -185,9 +230,10 @@ def telemetry_series(telemetry: Any) -> dict[str, list] | None:
     samples = telemetry.get("samples")
     if isinstance(samples, list) and samples and isinstance(samples[0], dict):
         cols = {k: [s.get(k) for s in samples] for k in keys}
+    elif isinstance(telemetry.get("series"), dict):
+        cols = {k: list(telemetry["series"].get(k) or []) for k in keys}
     else:
-        source = telemetry.get("series") if isinstance(telemetry.get("series"), dict) else telemetry
-        cols = {k: list(source.get(k) or []) for k in keys}
+        return None
     if not cols["t_s"] or not any(any(v is not None for v in cols[k]) for k in keys[1:]):
         return None
     t0 = cols["t_s"][0]
@@ -195,7 +241,7 @@ def telemetry_series(telemetry: Any) -> dict[str, list] | None:
     return {k: (v if any(x is not None for x in v) else []) for k, v in cols.items()}
 
 
-def _telemetry_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
+def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     traces = []
     for doc, run in zip(documents, runs):
         for r in doc.get("results") or []:
@@ -203,10 +249,22 @@ def _telemetry_sections(documents, runs, chart_dir) -> list[dict[str, Any]]:
             if series:
                 label = _short_config(r)
                 traces.append({"label": f"{run['short']} \u00b7 {label}" if run["prefix"] else
-                               f"{fmt.workload_name(r['workload'])} \u00b7 {label}", "series": series})
+                               f"{fmt.workload_name(r['workload'])} \u00b7 {label}", "series": series,
+                               "power_limit_w": r["telemetry"].get("power_limit_w")})
     if not traces:
-        return []
-    return [_section("telemetry", "GPU telemetry", charts.telemetry_chart(traces, chart_dir))]
+        return None
+    return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
+                  "falling clocks at a power or thermal limit explain lower throughput.",
+                  [_figure(charts.telemetry_chart(traces, chart_dir, where=_where(runs)))])
+
+
+def _where(runs: list[dict[str, Any]]) -> str:
+    """The hardware a chart shows, for its title: the GPU(s) of the run(s), without repetition."""
+    names = []
+    for run in runs:
+        if run["gpus"] not in names:
+            names.append(run["gpus"])
+    return " vs ".join(names)
 
 
 def _short_config(r: dict[str, Any]) -> str:
@@ -216,13 +274,6 @@ def _short_config(r: dict[str, Any]) -> str:
     if (r.get("world_size") or 1) > 1:
         parts.append(f"{r['world_size']} GPUs")
     return " \u00b7 ".join(parts)
-
-
-def _section(kind: str, title: str, chart: charts.Chart) -> dict[str, Any]:
-    svg = chart.svg.read_bytes()
-    return {"kind": kind, "title": title, "chart": chart, "note": None,
-            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
-            "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
 
 
 _ENV_FIELDS = (
