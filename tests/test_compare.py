@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_docs import environment, make_document, make_result, run_cli, telemetry_block
 
 from dlbench.analysis.compare import compare_documents, config_key, significance
 from dlbench.jsonio import write_json_atomic
+from report_docs import environment, make_document, make_result, run_cli, telemetry_block
 
 
 def _row(report, workload="resnet50"):

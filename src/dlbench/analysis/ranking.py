@@ -26,17 +26,20 @@ def load_published_rows() -> list[Any]:
     return list(load_published())
 
 
-def canonical_gpu(name: str | None) -> str | None:
-    """Canonical catalogue name of a device name, or None when the catalogue does not know it."""
+def canonical_gpu(name: str | None, memory_bytes: int | None = None) -> str | None:
+    """Canonical catalogue name of a device name, or None when the catalogue does not know it.
+
+    `memory_bytes` tells apart cards that report the same device name (see `catalog.lookup`).
+    """
     if not name:
         return None
     from dlbench import catalog
 
-    return catalog.canonical_name(name)
+    return catalog.canonical_name(name, memory_bytes)
 
 
-def result_gpu_name(document: dict[str, Any], result: dict[str, Any]) -> str | None:
-    """The name of the GPU a result ran on, from the document's environment (None on a CPU or MPS)."""
+def result_gpu(document: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
+    """The environment's entry (`name`, `memory_bytes`, ...) for the GPU a result ran on; None on a CPU or MPS."""
     device = str(result.get("device") or "")
     if not device.startswith("cuda"):
         return None
@@ -49,7 +52,13 @@ def result_gpu_name(document: dict[str, Any], result: dict[str, Any]) -> str | N
             return None
     if index >= len(gpus) or not isinstance(gpus[index], dict):
         return None
-    return gpus[index].get("name")
+    return gpus[index]
+
+
+def result_gpu_name(document: dict[str, Any], result: dict[str, Any]) -> str | None:
+    """The device name of the GPU a result ran on, from the document's environment (None on a CPU or MPS)."""
+    gpu = result_gpu(document, result)
+    return gpu.get("name") if gpu else None
 
 
 def short_source(source: str) -> str:
@@ -61,12 +70,12 @@ def matching_published(workload: str, precision: str, seq_len: int | None, num_g
                        published: list[Any]) -> list[Any]:
     """Published rows with exactly this workload, precision, sequence length and GPU count.
 
-    Rows whose source notes say they are not comparable (NVIDIA's seq-512 BERT figures use sequence binning,
-    which fixed-length synthetic data cannot reproduce) are left out.
+    Rows marked not comparable (NVIDIA's seq-512 BERT figures use sequence binning, which fixed-length
+    synthetic data cannot reproduce) are left out.
     """
     return [p for p in published
             if p.workload == workload and p.precision == precision and p.seq_len == seq_len
-            and int(p.num_gpus) == int(num_gpus) and "not comparable" not in (p.notes or "")]
+            and int(p.num_gpus) == int(num_gpus) and getattr(p, "comparable", True)]
 
 
 def published_medians(workload: str, precision: str, seq_len: int | None, num_gpus: int = 1,
@@ -86,7 +95,8 @@ def published_medians(workload: str, precision: str, seq_len: int | None, num_gp
     return sorted(out, key=lambda e: e["samples_per_s"], reverse=True)
 
 
-def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[Any] | None = None) -> dict[str, Any]:
+def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[Any] | None = None,
+                 memory_bytes: int | None = None) -> dict[str, Any]:
     """How one result compares with published results.
 
     Returns `gpu` (canonical or None), `ratio` (this / published median for the same GPU, or None),
@@ -103,7 +113,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
         return out
     if published is None:
         published = load_published_rows()
-    canonical = canonical_gpu(gpu_name)
+    canonical = canonical_gpu(gpu_name, memory_bytes)
     out["gpu"] = canonical
     workload, precision, seq_len = result["workload"], result["precision"], result.get("seq_len")
     num_gpus = int(result.get("world_size") or 1)
@@ -155,7 +165,13 @@ def annotate_document(document: dict[str, Any], published: list[Any] | None = No
     """`vs_published` for every result of a document, in order (the "vs published" column)."""
     if published is None:
         published = load_published_rows()
-    return [vs_published(r, result_gpu_name(document, r), published) for r in document.get("results") or []]
+    return [vs_published_in(document, r, published) for r in document.get("results") or []]
+
+
+def vs_published_in(document: dict[str, Any], result: dict[str, Any], published: list[Any] | None = None):
+    """`vs_published` for a result of `document`, with the GPU name and memory from its environment."""
+    gpu = result_gpu(document, result) or {}
+    return vs_published(result, gpu.get("name"), published, gpu.get("memory_bytes"))
 
 
 def _not_comparable(result: dict[str, Any], gpu_name: str | None) -> str | None:

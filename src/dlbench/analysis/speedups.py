@@ -21,7 +21,7 @@ def _ok(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _key_without(result: dict[str, Any], field: str) -> tuple:
-    return tuple(v for k, v in zip(CONFIG_KEYS, config_key(result)) if k != field)
+    return tuple(v for k, v in zip(CONFIG_KEYS, config_key(result), strict=True) if k != field)
 
 
 def speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -67,7 +67,7 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, as_jso
 def published_rows(doc: dict[str, Any], published: list[Any] | None = None) -> list[dict[str, Any]]:
     """Each result of a document with its `vs_published` comparison (the `--published --json` rows)."""
     from dlbench.analysis.compare import CONFIG_KEYS, config_label
-    from dlbench.analysis.ranking import load_published_rows, result_gpu_name, vs_published
+    from dlbench.analysis.ranking import load_published_rows, result_gpu_name, vs_published_in
 
     if published is None:
         published = load_published_rows()
@@ -77,7 +77,7 @@ def published_rows(doc: dict[str, Any], published: list[Any] | None = None) -> l
         row = {k: result.get(k) for k in CONFIG_KEYS}
         row.update(label=config_label(result), status=result.get("status"), gpu_name=gpu_name,
                    samples_per_s=result.get("samples_per_s"),
-                   vs_published=vs_published(result, gpu_name, published))
+                   vs_published=vs_published_in(doc, result, published))
         rows.append(row)
     return rows
 

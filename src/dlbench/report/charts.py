@@ -122,12 +122,12 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         colours = [THIS_RUN_COLOUR if r["is_this_run"] else PUBLISHED_COLOUR for r in ordered]
         ax.barh(ys, values, color=colours, height=0.72)
         ax.set_yticks(list(ys), [r["label"] for r in ordered])
-        for tick, r in zip(ax.get_yticklabels(), ordered):
+        for tick, r in zip(ax.get_yticklabels(), ordered, strict=True):
             if r["is_this_run"]:
                 tick.set_fontweight("bold")
                 tick.set_color(THIS_RUN_COLOUR)
         top = max(values) if values else 1.0
-        for y, r in zip(ys, ordered):
+        for y, r in zip(ys, ordered, strict=True):
             ax.text(r["samples_per_s"] + top * 0.01, y, fmt.throughput(r["samples_per_s"]), va="center",
                     fontsize=8.5, color=THIS_RUN_COLOUR if r["is_this_run"] else TEXT,
                     fontweight="bold" if r["is_this_run"] else "normal")
@@ -154,7 +154,7 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
                "and GPU count); 1.0\u00d7 means no change.")
     with _figure(1.0 + 0.36 * sum(counts) + 0.9 * len(panels), nrows=len(panels), ncols=1,
                  gridspec_kw={"height_ratios": [max(c, 1) for c in counts]}) as (fig, axes):
-        for (kind, panel_title), row_axes in zip(panels, axes):
+        for (kind, panel_title), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
             items = [(i, e) for i, e in enumerate(entries) if e["kind"] == kind]
             labels = [_speedup_label(e, (prefix or {}).get(i)) for i, e in items]
@@ -165,7 +165,7 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
             ax.set_yticks(ys, labels)
             ax.axvline(1.0, color=TEXT, linewidth=1, linestyle="--", zorder=3)
             top = max(values + [1.0])
-            for y, v in zip(ys, values):
+            for y, v in zip(ys, values, strict=True):
                 ax.text(v + top * 0.01, y, fmt.ratio(v), va="center", fontsize=8.5, color=TEXT)
             ax.set_xlim(0, top * 1.15)
             ax.grid(axis="y", visible=False)
@@ -202,7 +202,7 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
                "across repeats.")
     with _figure(0.9 + 0.42 * total + 0.75 * len(groups), nrows=len(groups), ncols=1,
                  gridspec_kw={"height_ratios": [len(g["configs"]) + 0.8 for g in groups]}) as (fig, axes):
-        for group, row_axes in zip(groups, axes):
+        for group, row_axes in zip(groups, axes, strict=True):
             ax = row_axes[0]
             configs = list(reversed(group["configs"]))
             data = [[t * 1e3 for t in c["step_times_s"]] for c in configs]
@@ -211,7 +211,7 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
                             flierprops={"marker": "o", "markersize": 2.5, "markerfacecolor": MUTED,
                                         "markeredgecolor": "none", "alpha": 0.6},
                             whiskerprops={"color": MUTED}, capprops={"color": MUTED})
-            for patch, c in zip(bp["boxes"], configs):
+            for patch, c in zip(bp["boxes"], configs, strict=True):
                 patch.set_facecolor(_precision_colour(c.get("precision")))
                 patch.set_edgecolor(TEXT)
                 patch.set_linewidth(0.8)
@@ -297,7 +297,7 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
     title = f"GPU telemetry during measurement{_on(where)}"
     caption = "Sampled while the measured steps ran (warm-up and compilation excluded); time from the first step."
     with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
-        for (key, label, scale), row_axes in zip(panels, axes):
+        for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
             for i, trace in enumerate(traces):
                 ys = trace["series"].get(key)

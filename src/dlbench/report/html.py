@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from dlbench import __version__
-from dlbench.analysis.compare import config_label
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
     rank_among_published,
-    result_gpu_name,
-    vs_published,
+    result_gpu,
+    vs_published_in,
 )
 from dlbench.analysis.speedups import scaling_series, speedups
 from dlbench.report import charts, fmt
@@ -73,9 +72,10 @@ def _render(context: dict[str, Any]) -> str:
 
 def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
     env = doc.get("environment") or {}
-    gpus = [g.get("name") for g in env.get("gpus") or [] if isinstance(g, dict)]
+    gpus = [canonical_gpu(g.get("name"), g.get("memory_bytes")) or g.get("name")
+            for g in env.get("gpus") or [] if isinstance(g, dict)]
     names = sorted(set(gpus))
-    gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {canonical_gpu(n) or n}" for n in names) if names else "no GPU"
+    gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {n}" for n in names) if names else "no GPU"
     short = str(doc.get("run_id") or f"run{index + 1}")[:8]
     software = " \u00b7 ".join(f"{label} {env[key]}" for label, key in
                                (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
@@ -86,9 +86,9 @@ def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
 
 def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
     rows = []
-    for doc, run in zip(documents, runs):
+    for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            vs = vs_published(r, result_gpu_name(doc, r), published)
+            vs = vs_published_in(doc, r, published)
             st = r.get("step_time_s") or {}
             details = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")),
                        f"batch {fmt.plain(r.get('batch_size'))}"]
@@ -143,18 +143,24 @@ def _group(key: str, title: str, intro: str, figures: list[dict[str, Any]], note
 
 def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | None:
     groups: dict[tuple, list[dict[str, Any]]] = {}
-    for doc, run in zip(documents, runs):
+    for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            gpu = result_gpu_name(doc, r)
+            gpu = result_gpu(doc, r)
             if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
                 continue
+            gpu_label = canonical_gpu(gpu.get("name"), gpu.get("memory_bytes")) or gpu.get("name")
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
-            name = f"{run['prefix'] or 'this run'}: {canonical_gpu(gpu) or gpu} \u00b7 {fmt.compile_name(r.get('compile'))}"
+            name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
                                                "samples_per_s": r["samples_per_s"],
-                                               "vs": vs_published(r, gpu, published)})
+                                               "vs": vs_published_in(doc, r, published)})
     if not groups:
-        return None
+        reasons = sorted({vs_published_in(doc, r, published)["reason"] or "" for doc in documents
+                          for r in doc.get("results") or [] if r.get("status") == "ok"} - {""})
+        if not reasons:
+            return None
+        return _group("ranking", "Against published results", "Nothing here is comparable with published "
+                      "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
     figures, notes = [], []
     for (workload, precision, seq_len, n), entries in sorted(groups.items(), key=lambda kv: str(kv[0])):
         what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
@@ -177,7 +183,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
 
 def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     entries, prefix = [], {}
-    for doc, run in zip(documents, runs):
+    for doc, run in zip(documents, runs, strict=True):
         for e in speedups(doc.get("results") or []):
             if run["prefix"]:
                 prefix[len(entries)] = run["prefix"]
@@ -192,7 +198,7 @@ def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
 
 def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     by_workload: dict[str, list[dict[str, Any]]] = {}
-    for doc, run in zip(documents, runs):
+    for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
             times = [t for rep in r.get("repeats") or [] for t in rep.get("step_times_s") or []]
             if r.get("status") != "ok" or not times:
@@ -243,7 +249,7 @@ def telemetry_series(telemetry: Any) -> dict[str, list] | None:
 
 def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     traces = []
-    for doc, run in zip(documents, runs):
+    for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
             series = telemetry_series(r.get("telemetry"))
             if series:
@@ -290,7 +296,7 @@ def _environment_table(documents, runs) -> dict[str, Any]:
             ("dlbench", [fmt.plain(d.get("dlbench_version")) for d in documents])]
     for label, key in _ENV_FIELDS:
         values = []
-        for doc, run in zip(documents, runs):
+        for doc, run in zip(documents, runs, strict=True):
             env = doc.get("environment") or {}
             if key is None:
                 values.append(run["gpus"])
