@@ -95,3 +95,41 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def sample_document() -> dict[str, Any]:
+    """A small but complete H100 run: two precisions x eager/compiled, a 2-GPU result, a telemetry series and
+    one failed configuration, so that every chart of the report is drawn."""
+    results = []
+    for i, (precision, step_s) in enumerate((("tf32", 0.30), ("amp-fp16", 0.17))):
+        for j, (mode, factor) in enumerate((("off", 1.0), ("default", 0.85))):
+            results.append(make_result("resnet50", precision, mode, 256, step_time_s=step_s * factor,
+                                       noise_s=step_s * 0.01, steps=30, seed=10 * i + j,
+                                       telemetry=telemetry_block() if (i, j) == (1, 0) else None))
+    results.append(make_result("resnet50", "amp-fp16", "off", 256, world_size=2, step_time_s=0.172, steps=30,
+                               seed=7))
+    results.append(make_result("bert-large-squad", "amp-bf16", "off", 64, seq_len=384, status="oom"))
+    return make_document(results, env=environment(gpu_count=2))
+
+
+# Every chart `sample_document()` gives, by file stem.
+SAMPLE_CHARTS = ("ranking_resnet50_tf32_na_1gpu", "ranking_resnet50_amp-fp16_na_1gpu",
+                 "ranking_resnet50_amp-fp16_na_2gpu", "speedups", "step_times", "scaling", "telemetry")
+
+
+def write_sample_report(out_dir) -> tuple[dict[str, Any], Any]:
+    from dlbench.report.html import write_report
+
+    doc = sample_document()
+    return doc, write_report([doc], out_dir)
+
+
+
+_SAMPLE_REPORT: dict[str, Any] = {}
+
+
+def sample_report_in(tmp_path_factory) -> tuple[dict[str, Any], Any]:
+    """The sample document's report, written once per test session: (document, path of index.html)."""
+    if "report" not in _SAMPLE_REPORT:
+        _SAMPLE_REPORT["report"] = write_sample_report(tmp_path_factory.mktemp("report"))
+    return _SAMPLE_REPORT["report"]

@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from report_docs import environment, make_document, make_result, run_cli
 
 from dlbench.analysis.ranking import (
     published_medians,
@@ -17,6 +16,7 @@ from dlbench.analysis.ranking import (
 )
 from dlbench.jsonio import write_json_atomic
 from dlbench.reference import load_published, median_for, medians_by_gpu
+from report_docs import environment, make_document, make_result, run_cli
 
 H100_TORCH = "NVIDIA H100 80GB HBM3"
 
