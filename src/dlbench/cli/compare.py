@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare(
-        a: str = typer.Argument(..., help="Baseline run: run id, unique prefix, `latest`, or a JSON result file."),
-        b: str | None = typer.Argument(None, help="Run to compare with A (same forms as A)."),
+        a: str = typer.Argument(..., metavar="A", help="Baseline run: run id, unique prefix, `latest`, or a JSON result file."),
+        b: str | None = typer.Argument(None, metavar="B", help="Run to compare with A (same forms as A)."),
         published: bool = typer.Option(False, "--published",
                                        help="Rank A's results among published results for other GPUs instead."),
         alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the tests on step times."),
@@ -54,7 +54,7 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, as_jso
     out = console()
     if report["rows"]:
         out.print(compare_table(report))
-        out.print(f"[dim]{report['test']} (alpha {alpha:g}).[/dim]")
+        out.print(f"[dim]B/A is the throughput ratio. Significance: {report['test']} (alpha {alpha:g}).[/dim]")
     else:
         out.print("No configuration was measured in both runs.")
     for side, labels in (("A", report["only_in_a"]), ("B", report["only_in_b"])):

@@ -88,3 +88,7 @@ def _print_table(rows: list[Any]) -> None:
     out.print("Sources:")
     for i, key in enumerate(sources, 1):
         out.print(f"  [{i}] {key}", highlight=False, markup=False)
+    odd = sorted({r.notes or "measured differently" for r in rows if not getattr(r, "comparable", True)})
+    if odd:
+        out.print(f"  * not comparable with dlbench's fixed-length synthetic runs, never ranked against: "
+                  f"{'; '.join(odd)}", highlight=False, markup=False)

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         runs: list[str] | None = typer.Argument(
-            None, help="Runs to include: run ids, unique prefixes, `latest`, or JSON result files. Default: latest."),
+            None, metavar="RUN_ID", help="Runs to include: run ids, unique prefixes, `latest`, or JSON result files. Default: latest."),
         latest: bool = typer.Option(False, "--latest", help="Report the newest stored run."),
         output: Path = typer.Option(Path("dlbench-report"), "--output", "-o",
                                     help="Folder to write index.html and the charts (PNG and SVG) into."),

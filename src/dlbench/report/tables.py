@@ -67,10 +67,11 @@ def reference_table(rows: list[dict[str, Any]], sources: list[str]):
     table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left")
     for name, justify in (("GPU", "left"), ("GPUs", "right"), ("workload", "left"), ("seq", "right"),
                           ("precision", "left"), ("batch/GPU", "right"), ("samples/s", "right"),
-                          ("src", "right")):
+                          ("system", "left"), ("src", "right")):
         table.add_column(name, justify=justify)
     for row in rows:
         table.add_row(row["gpu"], str(row["num_gpus"]), row["workload"], fmt.plain(row["seq_len"]),
                       row["precision"], fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
-                      f"[{sources.index(row['source_key']) + 1}]")
+                      fmt.plain(row.get("system")),
+                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}")
     return table
