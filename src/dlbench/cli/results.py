@@ -41,6 +41,14 @@ def parse_since(text: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+def _table_console():
+    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 200)
+    return out
+
+
 def _open(db: str | None):
     from dlbench.store import open_store
 
@@ -183,7 +191,7 @@ def register(app: typer.Typer) -> None:
             table.add_row(run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
                           ", ".join(run["workloads"]), run["dlbench_version"])
-        console().print(table)
+        _table_console().print(table)
 
     @results_app.command("show")
     def show_cmd(
@@ -198,7 +206,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(doc)
             return
-        out = console()
+        out = _table_console()
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
                   f"dlbench {doc['dlbench_version']}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))

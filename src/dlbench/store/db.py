@@ -1,9 +1,10 @@
 """Database connection, transactions and migrations (`dlbench results list --db sqlite:///tmp/x.db` opens one).
 
-- `connect(url)` creates a SQLAlchemy engine. For SQLite it turns on WAL (readers never block the writer), a
-  busy timeout, and real transactions: the driver is put in autocommit mode and dlbench emits `BEGIN` itself
-  (`BEGIN IMMEDIATE` for writes, so that a writer waits for the lock up front instead of failing half-way), as
-  the SQLAlchemy documentation recommends for pysqlite. That also makes schema changes transactional.
+- `connect(url)` creates a SQLAlchemy engine. For SQLite it sets a busy timeout and real transactions: the
+  driver is put in autocommit mode and dlbench emits `BEGIN` itself (`BEGIN IMMEDIATE` for writes, so that a
+  writer waits for the lock up front instead of failing half-way), as the SQLAlchemy documentation recommends
+  for pysqlite. That also makes schema changes transactional. WAL mode (readers never block the writer) is
+  switched on by `migrate`, once the file is known to be empty or dlbench's.
 - `transaction(engine, write=...)` is one all-or-nothing transaction; `retry_locked(fn)` runs it again when
   SQLite still reports "database is locked" after the busy timeout (two `dlbench run` at once).
 - `migrate(engine, label)` brings the schema to the newest Alembic revision; it runs every time a store is
@@ -69,7 +70,6 @@ def _setup_sqlite(engine: sa.Engine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
@@ -171,6 +171,17 @@ def current_revisions(conn: sa.Connection, label: str, known: set[str]) -> set[s
     return current
 
 
+def _enable_wal(engine: sa.Engine) -> None:
+    raw = engine.raw_connection()  # outside any transaction: SQLite cannot change journal mode inside one
+    dbapi = engine.dialect.dbapi
+    try:
+        raw.driver_connection.execute("PRAGMA journal_mode = WAL")
+    except dbapi.Error as exc:  # as SQLAlchemy would wrap it, so that retries and messages apply
+        raise sa.exc.DBAPIError.instance("PRAGMA journal_mode = WAL", None, exc, dbapi.Error) from exc
+    finally:
+        raw.close()
+
+
 def migrate(engine: sa.Engine, label: str) -> None:
     """Upgrade the schema to the newest revision in one transaction (no-op when already there)."""
     from alembic import command
@@ -180,8 +191,13 @@ def migrate(engine: sa.Engine, label: str) -> None:
     heads = set(script.get_heads())
     with database_errors(label):
         with transaction(engine) as conn:
-            if current_revisions(conn, label, known) == heads:
-                return
+            current = current_revisions(conn, label, known)
+        # Only now that the file is known to be empty or dlbench's: WAL lets readers run beside a writer.
+        # The mode is stored in the file, so this changes nothing after the first time.
+        if engine.dialect.name == "sqlite":
+            retry_locked(lambda: _enable_wal(engine))
+        if current == heads:
+            return
 
         def upgrade() -> None:
             with transaction(engine, write=True) as conn:
