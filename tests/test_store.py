@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-import store_docs
 
+import store_docs
 from dlbench import paths
 from dlbench.errors import BadInput, DataError
 from dlbench.store import documents, open_store, runs

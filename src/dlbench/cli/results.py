@@ -12,7 +12,6 @@ import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -162,14 +161,14 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("list")
     def list_cmd(
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
+        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
                                           "text (case-insensitive), e.g. H100."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="Only runs with a workload whose name "
+        workload: str | None = typer.Option(None, "--workload", help="Only runs with a workload whose name "
                                                "contains this text, e.g. resnet50 or bert."),
-        since: Optional[str] = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
+        since: str | None = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
                                             "this date or time (ISO 8601, UTC unless a zone is given)."),
         as_json: bool = json_option(),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """List stored runs, newest first."""
         since_dt = parse_since(since)
@@ -198,7 +197,7 @@ def register(app: typer.Typer) -> None:
         run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the full result document as JSON, including "
                                      "every raw step time."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Show one run: its environment and a table of its results."""
         with _open(db) as store:
@@ -215,13 +214,13 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("export")
     def export_cmd(
-        runs: Optional[list[str]] = typer.Argument(None, metavar="[RUN_ID]...", help="Runs to export (ids, "
+        runs: list[str] | None = typer.Argument(None, metavar="[RUN_ID]...", help="Runs to export (ids, "
                                                    "unique prefixes or 'latest'); all runs when none is given."),
         fmt: ExportFormat = typer.Option(ExportFormat.csv, "--format", help="Output format: csv (one row per "
                                          "result) or json (a list of the same rows)."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of "
+        output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of "
                                               "standard output."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Export results as flat rows, one per result, with units in the column names."""
         with _open(db) as store:
@@ -233,7 +232,7 @@ def register(app: typer.Typer) -> None:
         sources: list[Path] = typer.Argument(..., metavar="PATH...", help="Result documents (JSON) or folders "
                                              "of them."),
         as_json: bool = json_option(),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Import result documents; all files are validated first and nothing is imported if one is bad."""
         with _open(db) as store:
@@ -250,7 +249,7 @@ def register(app: typer.Typer) -> None:
     def delete_cmd(
         run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
         yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking for confirmation."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Delete a stored run (database row and its JSON copy in the data directory)."""
         with _open(db) as store:
