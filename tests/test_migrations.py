@@ -17,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 import store_docs
 from dlbench.errors import DataError
 from dlbench.store import db, open_store
-from dlbench.store.schema import metadata
+from dlbench.store.schema import HEAD_REVISION, metadata
 
 
 def _revisions() -> list[str]:
@@ -56,6 +56,7 @@ def test_revisions_form_one_line():
     script = db.script_directory()
     assert len(script.get_heads()) == 1, "migrations have branched: merge the heads"
     assert _revisions(), "no migrations found (is the migrations folder packaged?)"
+    assert script.get_heads() == [HEAD_REVISION], "update schema.HEAD_REVISION with the new migration"
 
 
 def test_empty_database_is_migrated_to_the_schema_on_open(tmp_path):
