@@ -134,6 +134,22 @@ def test_save_get_roundtrip_keeps_raw_step_times_exactly(store):
     assert json.loads((paths.results_dir() / f"{run_id}.json").read_text()) == expected
 
 
+def test_save_normalizes_like_json_and_rejects_what_json_cannot_hold(store):
+    doc = store_docs.document()
+    doc["environment"]["nccl_version"] = (2, 27, 3)  # as torch.cuda.nccl.version() returns it
+    store.save_run(doc)
+    assert store.get_run("latest")["environment"]["nccl_version"] == [2, 27, 3]
+    bad = store_docs.document()
+    bad["results"][0]["cv"] = float("inf")
+    with pytest.raises(DataError, match=r"results\[0\]\.cv: expected a finite number"):
+        store.save_run(bad)
+    bad["results"][0]["cv"] = 0.01
+    bad["results"][0]["some_extra"] = object()
+    with pytest.raises(DataError, match="not valid JSON"):
+        store.save_run(bad)
+    assert len(store.list_runs()) == 1
+
+
 def test_save_is_idempotent_and_a_changed_document_replaces(store):
     doc = store_docs.document()
     store.save_run(doc)

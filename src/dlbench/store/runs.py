@@ -103,11 +103,16 @@ class Store:
         Saving the same document again changes nothing. Saving a different document with the same run_id
         replaces the stored one, so that a run may be saved as it progresses (the last save wins).
         """
+        try:  # the document as it reads back from JSON: tuples become lists, as in the file
+            doc = json.loads(rows.dumps(doc))
+        except (TypeError, ValueError) as exc:
+            validate_document(doc)  # names the offending key when it can (e.g. a NaN)
+            raise DataError(f"result document is not valid JSON: {exc}") from None
         doc = validate_document(doc)
         run_id = doc["run_id"]
         # The JSON file first: if the database is unusable, the measurement is still on disk (importable).
         write_json_atomic(paths.results_dir() / f"{run_id}.json", doc)
-        new = _normalized(doc)
+        new = doc
 
         def save(conn: sa.Connection) -> None:
             stored = self._stored_document(conn, run_id)
