@@ -29,11 +29,6 @@ _HEX_RE = re.compile(r"^[0-9a-f]+$")
 MAX_CANDIDATES = 10  # ambiguous prefixes list at most this many runs
 
 
-def _normalized(doc: dict) -> Any:
-    """`doc` as it reads back from JSON (for comparing a stored run with a new copy)."""
-    return json.loads(rows.dumps(doc))
-
-
 class Store:
     """A results database. Use `open_store()`; close it (or use `with`) when done."""
 
@@ -151,7 +146,7 @@ class Store:
                 errors.append(exc.format_message())
                 continue
             earlier = docs.get(doc["run_id"])
-            if earlier is not None and _normalized(earlier[1]) != _normalized(doc):
+            if earlier is not None and earlier[1] != doc:
                 errors.append(f"{file}: run {doc['run_id']} also comes from {earlier[0]} with different content")
             elif earlier is None:
                 docs[doc["run_id"]] = (file, doc)
@@ -167,7 +162,7 @@ class Store:
                 if stored is None:
                     self._insert(conn, doc, now)
                     imported.append(run_id)
-                elif stored == _normalized(doc):
+                elif stored == doc:  # both as read from JSON
                     skipped.append(run_id)
                 else:
                     raise DataError(f"{file}: run {run_id} is already stored with different content; nothing "
