@@ -65,8 +65,13 @@ class Store:
             return db.retry_locked(attempt)
 
     def _read(self, fn):
-        with db.database_errors(self.label), db.transaction(self.engine) as conn:
-            return fn(conn)
+        """Run `fn(conn)` in one read transaction (a consistent snapshot); DB errors → DataError."""
+        def attempt():
+            with db.transaction(self.engine) as conn:
+                return fn(conn)
+
+        with db.database_errors(self.label):
+            return db.retry_locked(attempt)
 
     # -- writing ---------------------------------------------------------------------------------------
 
