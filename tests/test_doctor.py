@@ -8,11 +8,12 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from typer.testing import CliRunner
 
+import store_docs
 from dlbench.analysis.diagnose import diagnose, likely_causes
-from dlbench.cli.app import get_app
+from dlbench.cli.app import main
 from dlbench.cli.doctor import machine
+from dlbench.store import open_store
 from dlbench.telemetry import checks as ck
 from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
 from dlbench.telemetry.nvml import CLOCK_EVENT_REASONS, GpuProcess
@@ -153,14 +154,15 @@ def _tel(**over):
 
 
 def _doc(results):
-    return {"schema_version": 1, "run_id": "ab" * 16, "created_at": "2026-11-22T05:00:00Z",
-            "environment": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}, "results": results}
+    return store_docs.document(results=results)
 
 
-def _result(**over):
-    r = {"workload": "resnet50", "precision": "amp-fp16", "compile": "default", "batch_size": 256, "seq_len": None,
-         "device": "cuda:0", "world_size": 1, "status": "ok", "samples_per_s": 2000.0, "telemetry": _tel()}
+def _result(telemetry=None, samples_per_s=2000.0, **over):
+    r = store_docs.result(workload="resnet50", precision="amp-fp16", compile=over.pop("compile", "default"),
+                          batch_size=256)
     r.update(over)
+    r["samples_per_s"] = samples_per_s
+    r["telemetry"] = _tel() if telemetry is None else telemetry
     return r
 
 
@@ -206,17 +208,37 @@ def test_diagnosis_mixed_models_compile_gain_and_missing_telemetry():
     assert "+33%" in compile_note["message"]
 
 
-def test_doctor_run_file_cli_names_thermal_throttling(tmp_path):
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`dlbench ARGS` through the real entry point in this process: (exit code, stdout, stderr)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_doctor_run_id_names_thermal_throttling(capsys, tmp_path):
+    doc = _doc([_result()])
+    with open_store() as store:
+        store.save_run(doc)
+    code, out, err = cli(capsys, "doctor", doc["run_id"][:8])
+    assert code == 0, err
+    assert "thermal throttling" in out
+    code, out, _ = cli(capsys, "doctor", "latest", "--json")
+    report = json.loads(out)
+    assert report["run_id"] == doc["run_id"]
+    assert "thermal_throttling" in [f["cause"] for f in report["results"][0]["findings"]]
+    # The same document as a file.
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(_doc([_result()])))
-    result = CliRunner().invoke(get_app(), ["doctor", str(path)])
-    assert result.exit_code == 0, result.output
-    assert "thermal throttling" in result.output
-    as_json = CliRunner().invoke(get_app(), ["doctor", str(path), "--json"])
-    assert "thermal_throttling" in [f["cause"] for f in json.loads(as_json.output)["results"][0]["findings"]]
+    path.write_text(json.dumps(doc))
+    code, out, _ = cli(capsys, "doctor", str(path))
+    assert code == 0 and "thermal throttling" in out
 
 
-def test_doctor_missing_file_is_a_clear_error(tmp_path):
-    result = CliRunner().invoke(get_app(), ["doctor", str(tmp_path / "nope.json")])
-    assert result.exit_code == 2
-    assert "no such result file" in result.output
+def test_doctor_bad_references_are_clear_errors(capsys, tmp_path):
+    code, _, err = cli(capsys, "doctor", str(tmp_path / "nope.json"))
+    assert code == 2 and "no such result file" in err and "Traceback" not in err
+    code, _, err = cli(capsys, "doctor", "ffffffff")
+    assert code == 2 and "error:" in err

@@ -78,27 +78,19 @@ def machine(as_json: bool, load: bool = True, nvml: Any = None, torch_info: Any 
 
 
 def load_run(ref: str, db: str | None) -> dict[str, Any]:
-    """A result document from a JSON file path or from the store."""
+    """A result document from a JSON file (validated as the store would) or from the store."""
     path = Path(ref)
     if path.suffix == ".json" or path.is_file():
         from dlbench.errors import BadInput
-        from dlbench.jsonio import read_json
+        from dlbench.store.documents import load_document
 
         if not path.is_file():
             raise BadInput(f"no such result file: {ref}")
-        doc = read_json(path)
-        try:
-            from dlbench.store.documents import validate_document
-        except ImportError:
-            return doc
-        return validate_document(doc)
-    try:
-        from dlbench.store import open_store
-    except ImportError:
-        from dlbench.errors import BadInput
+        return load_document(path)
+    from dlbench.store import open_store
 
-        raise BadInput("the result store is not available in this install; pass a result JSON file instead") from None
-    return open_store(db).get_run(ref)
+    with open_store(db) as store:
+        return store.get_run(ref)
 
 
 def explain(ref: str, as_json: bool, db: str | None) -> None:

@@ -449,7 +449,7 @@ def run_checks(nvml: Any = None, torch: TorchInfo | None = None, *, root: str = 
                 checks.append(check_visible(len(rows), torch, env))
                 checks.append(check_gpu_models(rows))
                 checks.append(check_persistence(handle_source, rows))
-                cuda_of = _cuda_indices(rows, env) if torch.cuda_available else {}
+                cuda_of = _cuda_indices(rows, env) if torch.cuda_available and load else {}
                 checks.append(check_pcie(handle_source, rows, load, cuda_of))
                 checks.append(check_power_limit(handle_source, rows))
                 checks.append(check_memory_errors(handle_source, rows))
