@@ -231,3 +231,62 @@ def test_combine_ranks_adds_power_and_keeps_the_worst_throttling():
     assert both["throttle_reasons"]["hw_thermal_slowdown"] == 1.0
     assert "series" not in both["per_gpu"][0]
     assert combine_ranks([{"available": False, "reason": "cpu"}])["available"] is False
+
+
+# --- the real wrapper, against the installed nvidia-ml-py -----------------------------------------------------
+
+
+def test_every_nvml_call_the_wrapper_makes_exists_in_pynvml():
+    import inspect
+    import re
+
+    import pynvml
+
+    import dlbench.telemetry.nvml as wrapper
+
+    source = inspect.getsource(wrapper)
+    names = set(re.findall(r'"(nvml[A-Za-z_0-9]+)"', source))
+    constants = set(re.findall(r"nv\.(NVML_[A-Z_0-9]+)", source)) | set(re.findall(r"pynvml\.(NVML_[A-Z_0-9]+)",
+                                                                                      source))
+    assert len(names) >= 20 and constants
+    assert [n for n in sorted(names | constants) if not hasattr(pynvml, n)] == []
+    # The clock-event bits dlbench decodes are NVML's.
+    for bit, name in CLOCK_EVENT_REASONS.items():
+        camel = "".join(part.capitalize() for part in name.split("_"))
+        assert getattr(pynvml, "nvmlClocksEventReason" + camel) == bit, name
+
+
+def test_real_wrapper_converts_units_and_maps_not_supported():
+    import types
+
+    import pynvml
+
+    from dlbench.telemetry.nvml import NotSupported, Nvml, NvmlError
+
+    def not_supported(_handle):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    def gpu_lost(_handle):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    fake = types.SimpleNamespace(
+        NVMLError=pynvml.NVMLError, NVML_ERROR_NOT_SUPPORTED=pynvml.NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_FUNCTION_NOT_FOUND=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+        nvmlDeviceGetPowerUsage=lambda h: 312_500,  # milliwatts
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
+        nvmlDeviceGetTotalEnergyConsumption=not_supported,
+        nvmlDeviceGetFanSpeed=gpu_lost,
+        nvmlDeviceGetCurrentClocksEventReasons=not_supported,  # an old driver: only the older name works
+        nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 0x20,
+    )
+    nv = Nvml(fake)
+    assert nv.power_w(None) == pytest.approx(312.5)
+    assert nv.power_limit_w(None) == pytest.approx(700.0)
+    assert nv.clock_event_reasons(None) == 0x20
+    with pytest.raises(NotSupported):
+        nv.energy_j(None)
+    with pytest.raises(NvmlError) as info:
+        nv.fan_speed_pct(None)
+    assert not isinstance(info.value, NotSupported)
+    with pytest.raises(NotSupported):
+        nv.persistence_mode(None)  # not in this (fake) module at all
