@@ -290,3 +290,15 @@ def test_real_wrapper_converts_units_and_maps_not_supported():
     assert not isinstance(info.value, NotSupported)
     with pytest.raises(NotSupported):
         nv.persistence_mode(None)  # not in this (fake) module at all
+
+
+def test_result_efficiency_reads_a_result_of_the_document():
+    from dlbench.analysis.energy import result_efficiency
+
+    block = _drive(FakeGpu(power_w=300.0, energy_j=[0.0, 600.0]), 21)  # 2 s at 300 W
+    result = {"samples_per_s": 1500.0, "repeats": [{"step_times_s": [0.5, 0.5]}, {"step_times_s": [0.5, 0.5]}],
+              "telemetry": block}
+    eff = result_efficiency(result)
+    assert eff["samples_per_s_per_w"] == pytest.approx(5.0)
+    assert eff["energy_measured_j"] == pytest.approx(600.0)
+    assert result_efficiency({"samples_per_s": 10.0, "telemetry": None})["throttled"] is None

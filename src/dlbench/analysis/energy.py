@@ -158,3 +158,12 @@ def combine_ranks(blocks: list[dict[str, Any] | None]) -> dict[str, Any]:
         "gpu_names": names,
         "per_gpu": [{k: v for k, v in b.items() if k != "series"} for b in good],
     }
+
+
+def result_efficiency(result: dict[str, Any]) -> dict[str, Any]:
+    """`efficiency()` for a result of the result document: the run table's perf/W and throttled columns.
+
+    The measured time is the sum of the measured step times over all repeats (the window the sampler saw).
+    """
+    measured = sum(sum(r.get("step_times_s") or []) for r in result.get("repeats") or []) or None
+    return efficiency(result.get("telemetry"), result.get("samples_per_s"), measured)
