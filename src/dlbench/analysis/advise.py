@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from dlbench.analysis import cost as costs
 from dlbench.analysis import estimate as est
-from dlbench.analysis.memory import MemoryNeed, rules_of_thumb, training_memory
+from dlbench.analysis.memory import GIB, MemoryNeed, rules_of_thumb, training_memory
 from dlbench.errors import BadInput
 
 FORM_FACTORS = ("workstation", "server")
@@ -108,9 +108,9 @@ def _reason(o: dict, single: dict | None, need_bytes: float | None) -> str:
     mem = o["memory_bytes_per_gpu"]
     if mem:
         if need_bytes:
-            parts.append(f"{mem / 1e9:.0f} GB per GPU for {need_bytes / 1e9:.0f} GB needed")
+            parts.append(f"{mem / GIB:.0f} GB per GPU for {need_bytes / GIB:.1f} GB needed")
         else:
-            parts.append(f"{mem / 1e9:.0f} GB per GPU")
+            parts.append(f"{mem / GIB:.0f} GB per GPU")
     return "; ".join(parts)
 
 
@@ -149,7 +149,7 @@ def advise(
         raise BadInput(f"--max-gpus must be between 1 and {MAX_GPUS_LIMIT}, got {max_gpus}")
 
     need = training_memory(model_params, precision) if model_params is not None else None
-    need_bytes = need.total_bytes if need else (min_memory_gb * 1e9 if min_memory_gb else None)
+    need_bytes = need.total_bytes if need else (min_memory_gb * GIB if min_memory_gb else None)
 
     candidates: list[dict] = []
     excluded: list[dict] = []

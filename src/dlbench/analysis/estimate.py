@@ -154,7 +154,7 @@ def resolve_gpu(name: str):
 
 
 def gpu_name(spec) -> str:
-    return getattr(spec, "name", None) or getattr(spec, "canonical_name")
+    return getattr(spec, "name", None) or spec.canonical_name
 
 
 def _family(source: str, source_ref: str) -> str:
@@ -198,6 +198,13 @@ def measured_point(gpu: str, workload: str, precision: str, samples_per_s: float
 
 # --- the model ----------------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=512)
+def _spec(name: str):
+    from dlbench import catalog
+
+    return catalog.lookup(name)
+
+
 def _features(spec, precision: str, features: Sequence[str]) -> list[float] | None:
     from dlbench import catalog
 
@@ -226,7 +233,7 @@ class Model:
     family: dict[tuple[str, str], str]
     gpus: dict[tuple[str, str], list[str]]
     coef: list[float]
-    residuals: dict[tuple[str, str], list[float]]  # leave-one-GPU-out log(observed / predicted)
+    residuals: dict[tuple[str, str], dict[str, float]]  # leave-one-GPU-out log(observed / predicted) per GPU
 
     def predict(self, spec, workload: str, precision: str) -> float | None:
         key = (workload, CALIBRATION_PRECISION.get(precision, precision))
@@ -242,11 +249,11 @@ class Model:
     def band(self, workload: str, precision: str) -> tuple[float, float, str]:
         """(low factor, high factor, how) around a prediction for this key."""
         key = (workload, CALIBRATION_PRECISION.get(precision, precision))
-        own = self.residuals.get(key, [])
+        own = list(self.residuals.get(key, {}).values())
         if len(own) >= MIN_GPUS_FOR_OWN_BAND:
             res, how = own, f"10th-90th percentile of leave-one-GPU-out errors for {key[0]} {key[1]} ({len(own)} GPUs)"
         else:
-            res = [r for v in self.residuals.values() for r in v]
+            res = [r for v in self.residuals.values() for r in v.values()]
             how = f"10th-90th percentile of leave-one-GPU-out errors over all workloads ({len(res)} points)"
         if not res:
             return 0.5, 2.0, "no held-out errors to size the band: factor 2 either way"
@@ -267,8 +274,6 @@ def _quantile(values: Sequence[float], q: float) -> float:
 def calibration_set(points: Iterable[Point], exclude: frozenset[str] = frozenset(),
                     features: Sequence[str] = DEFAULT_FEATURES):
     """{key: {gpu: median samples/s}} and {key: family}: single-GPU points of one family per key."""
-    from dlbench import catalog
-
     by = defaultdict(lambda: defaultdict(list))  # (key, family) -> gpu -> values
     for p in points:
         if p.num_gpus != 1 or p.gpu in exclude or p.precision not in PRECISIONS:
@@ -279,7 +284,7 @@ def calibration_set(points: Iterable[Point], exclude: frozenset[str] = frozenset
     for (key, fam), gpus in by.items():
         usable = {}
         for g, vals in gpus.items():
-            spec = catalog.lookup(g)
+            spec = _spec(g)
             if spec is not None and _features(spec, key[1], features) is not None:
                 usable[g] = statistics.median(vals)
         if not usable:
@@ -291,26 +296,51 @@ def calibration_set(points: Iterable[Point], exclude: frozenset[str] = frozenset
     return chosen, {k: v[0] for k, v in family.items()}
 
 
-def _solve(rows: list[tuple[int, list[float], float]], nkeys: int, nfeat: int) -> list[float] | None:
-    import numpy as np
+def _solve_linear(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting for the small (features x features) normal equations."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[piv][c]) < 1e-12:
+            return None
+        m[c], m[piv] = m[piv], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=True)]
+    return [m[i][n] / m[i][i] for i in range(n)]
 
-    if not rows:
+
+def _solve(rows: list[tuple[int, list[float], float]], nkeys: int, nfeat: int) -> list[float] | None:
+    """Least squares with one intercept per key and shared slopes (fixed-effects form: demean per key)."""
+    groups: dict[int, list[tuple[list[float], float]]] = defaultdict(list)
+    for k, f, v in rows:
+        groups[k].append((f, v))
+    means = {k: ([sum(f[j] for f, _ in g) / len(g) for j in range(nfeat)], sum(v for _, v in g) / len(g))
+             for k, g in groups.items()}
+    xtx = [[0.0] * nfeat for _ in range(nfeat)]
+    xty = [0.0] * nfeat
+    for k, g in groups.items():
+        mx, my = means[k]
+        for f, v in g:
+            d = [f[j] - mx[j] for j in range(nfeat)]
+            for i in range(nfeat):
+                xty[i] += d[i] * (v - my)
+                for j in range(nfeat):
+                    xtx[i][j] += d[i] * d[j]
+    slopes = _solve_linear(xtx, xty)
+    if slopes is None:
         return None
-    x = np.zeros((len(rows), nkeys + nfeat))
-    y = np.zeros(len(rows))
-    for r, (k, f, v) in enumerate(rows):
-        x[r, k] = 1.0
-        x[r, nkeys:] = f
-        y[r] = v
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    return [float(c) for c in coef]
+    intercepts = [0.0] * nkeys
+    for k, (mx, my) in means.items():
+        intercepts[k] = my - sum(s * x for s, x in zip(slopes, mx, strict=True))
+    return intercepts + slopes
 
 
 def fit(points: Iterable[Point], features: Sequence[str] = DEFAULT_FEATURES,
         exclude: Iterable[str] = (), residuals: bool = True) -> Model | None:
     """Fit the pooled model on `points` minus the GPUs in `exclude`; None if nothing calibrates it."""
-    from dlbench import catalog
-
     points = tuple(points)
     features = tuple(features)
     chosen, family = calibration_set(points, frozenset(exclude), features)
@@ -318,11 +348,13 @@ def fit(points: Iterable[Point], features: Sequence[str] = DEFAULT_FEATURES,
     rows = []
     for i, key in enumerate(keys):
         for g, v in chosen[key].items():
-            rows.append((i, _features(catalog.lookup(g), key[1], features), math.log(v), g))
+            rows.append((i, _features(_spec(g), key[1], features), math.log(v), g))
     distinct = {g for *_, g in rows}
     if len(distinct) <= len(features):
         return None
     coef = _solve([(i, f, v) for i, f, v, _ in rows], len(keys), len(features))
+    if coef is None:
+        return None
     model = Model(features=features, keys=keys, family=family,
                   gpus={k: sorted(chosen[k]) for k in keys}, coef=coef, residuals={})
     if residuals:
@@ -330,12 +362,12 @@ def fit(points: Iterable[Point], features: Sequence[str] = DEFAULT_FEATURES,
             sub = fit(points, features, set(exclude) | {held}, residuals=False)
             if sub is None:
                 continue
-            spec = catalog.lookup(held)
+            spec = _spec(held)
             for key in keys:
                 if held in chosen[key]:
                     pred = sub.predict(spec, *key)
                     if pred:
-                        model.residuals.setdefault(key, []).append(math.log(chosen[key][held] / pred))
+                        model.residuals.setdefault(key, {})[held] = math.log(chosen[key][held] / pred)
     return model
 
 
@@ -357,46 +389,42 @@ def get_model(extra_points: Sequence[Point] = (), exclude: Iterable[str] = (),
 
 # --- multi-GPU scaling ----------------------------------------------------------------------------------
 
-_GEFORCE = re.compile(r"^(geforce )?(rtx|gtx) \d{4}", re.IGNORECASE)
-
-
 def _is_geforce(spec) -> bool:
-    name = gpu_name(spec)
-    segment = (getattr(spec, "segment", None) or "").lower()
-    if segment:
-        return segment in ("geforce", "consumer")
-    return bool(_GEFORCE.match(name)) and "ada" not in name.lower() and "pro" not in name.lower()
+    """GeForce cards are the NVIDIA ones that run FP16 with FP32 accumulation at half rate (catalogue flag)."""
+    return bool(getattr(spec, "half_rate_fp32_accumulate", None))
+
+
+def _factors(triple: tuple[float, float, float], source: str) -> dict:
+    lo, mid, hi = triple
+    return {"low": lo, "typical": mid, "high": hi, "source": source}
 
 
 def scaling_factor(spec) -> dict:
-    """Per-added-GPU scaling factor for data-parallel training: {low, typical, high, source}."""
+    """Per-added-GPU scaling factor for data-parallel training: {low, typical, high, source}.
+
+    The seeds' own GPUs first (RTX 4090, RTX 5090), then by family: other GeForce Ada cards as the RTX 4090
+    (P2P disabled too), other GeForce Blackwell as the RTX 5090, pro and data-centre NVIDIA cards with P2P as the
+    seeds' pro cards; anything else gets the whole range the seeds report, and says so.
+    """
     name = gpu_name(spec).lower()
     arch = (getattr(spec, "architecture", None) or "").lower()
-    if "4090" in name and _is_geforce(spec):
-        lo, mid, hi = SCALING_RTX_4090
-        return {"low": lo, "typical": mid, "high": hi, "source": SCALING_SOURCES["4090"]}
-    if "5090" in name and _is_geforce(spec):
-        lo, mid, hi = SCALING_RTX_5090
-        return {"low": lo, "typical": mid, "high": hi, "source": SCALING_SOURCES["5090"]}
-    if _is_geforce(spec):
-        if "ada" in arch or re.search(r"rtx 40\d0", name):
-            lo, mid, hi = SCALING_RTX_4090
-            return {"low": lo, "typical": mid, "high": hi,
-                    "source": "assumed like the RTX 4090 (GeForce Ada, no P2P): " + SCALING_SOURCES["4090"]}
-        if "blackwell" in arch or re.search(r"rtx 50\d0", name):
-            lo, mid, hi = SCALING_RTX_5090
-            return {"low": lo, "typical": mid, "high": hi,
-                    "source": "assumed like the RTX 5090 (GeForce Blackwell): " + SCALING_SOURCES["5090"]}
-        lo, mid, hi = SCALING_UNKNOWN
-        return {"low": lo, "typical": mid, "high": hi,
-                "source": "no seed figure for this GPU: the band spans every seed figure (0.62-0.97)"}
     vendor = (getattr(spec, "vendor", None) or "").lower()
-    if vendor and vendor != "nvidia":
-        lo, mid, hi = SCALING_UNKNOWN
-        return {"low": lo, "typical": mid, "high": hi,
-                "source": "no seed figure for this vendor: the band spans every seed figure (0.62-0.97)"}
-    lo, mid, hi = SCALING_PRO_P2P
-    return {"low": lo, "typical": mid, "high": hi, "source": SCALING_SOURCES["pro"]}
+    if _is_geforce(spec):
+        if re.search(r"\b4090\b", name):
+            return _factors(SCALING_RTX_4090, SCALING_SOURCES["4090"])
+        if re.search(r"\b5090\b", name):
+            return _factors(SCALING_RTX_5090, SCALING_SOURCES["5090"])
+        if "ada" in arch:
+            return _factors(SCALING_RTX_4090, "assumed like the RTX 4090 (GeForce Ada, no P2P): "
+                            + SCALING_SOURCES["4090"])
+        if "blackwell" in arch:
+            return _factors(SCALING_RTX_5090, "assumed like the RTX 5090 (GeForce Blackwell): "
+                            + SCALING_SOURCES["5090"])
+        return _factors(SCALING_UNKNOWN, "no seed figure for this GPU: the band spans every seed figure "
+                                         "(0.62-0.97)")
+    if vendor == "nvidia" and getattr(spec, "p2p", None):
+        return _factors(SCALING_PRO_P2P, SCALING_SOURCES["pro"])
+    return _factors(SCALING_UNKNOWN, "no seed figure for this GPU: the band spans every seed figure (0.62-0.97)")
 
 
 def scale(samples_per_s: float, num_gpus: int, factor: float) -> float:

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 
 from dlbench.errors import BadInput
 
+# GPU memory sizes are binary as vendors state them (a "24 GB" card has 24 GiB): "GB" of memory means GiB here.
+GIB = 2**30
 WEIGHT_BYTES = 4.0
 GRADIENT_BYTES = 4.0
 ADAMW_STATE_BYTES = 8.0  # two fp32 moments (m, v) per parameter
@@ -33,10 +35,10 @@ DEFAULT_ACTIVATION_FRACTION = 0.25
 
 # Seed 001 (Tim Dettmers), "GPU Deep Learning Performance per Dollar", step 1 of how to use the chart.
 RULES_OF_THUMB: tuple[dict, ...] = (
-    {"use": "image generation", "min_memory_bytes": 12 * 10**9,
+    {"use": "image generation", "min_memory_bytes": 12 * GIB,
      "quote": "at least 12 GB for image generation", "source": "Tim Dettmers, Which GPU(s) to Get for Deep "
      "Learning (2023-01-30), seed 001"},
-    {"use": "transformers", "min_memory_bytes": 24 * 10**9,
+    {"use": "transformers", "min_memory_bytes": 24 * GIB,
      "quote": "at least 24 GB for work with transformers", "source": "Tim Dettmers, Which GPU(s) to Get for "
      "Deep Learning (2023-01-30), seed 001"},
 )
