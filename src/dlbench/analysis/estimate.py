@@ -119,11 +119,16 @@ class Estimate:
 
 # --- inputs -----------------------------------------------------------------------------------------------
 
-def workload_names() -> list[str]:
-    """dlbench workload names that can be estimated (the light list plus any in the published data)."""
+@lru_cache(maxsize=1)
+def _workload_names() -> tuple[str, ...]:
     names = set(WORKLOAD_SEQ_LEN)
     names.update(p.workload for p in _published_rows())
-    return sorted(names)
+    return tuple(sorted(names))
+
+
+def workload_names() -> list[str]:
+    """dlbench workload names that can be estimated (the light list plus any in the published data)."""
+    return list(_workload_names())
 
 
 def check_workload(name: str) -> str:
@@ -174,7 +179,7 @@ def _comparable(row) -> bool:
     want = WORKLOAD_SEQ_LEN.get(row.workload, row.seq_len)
     if row.seq_len != want:
         return False
-    return "not comparable" not in (row.notes or "").lower()
+    return bool(getattr(row, "comparable", True))
 
 
 @lru_cache(maxsize=1)
@@ -242,6 +247,10 @@ class Model:
         x = _features(spec, precision, self.features)
         if x is None:
             return None
+        return self.predict_features(key, x)
+
+    def predict_features(self, key: tuple[str, str], x: Sequence[float]) -> float:
+        """exp(intercept[key] + slopes . x) for log features `x`."""
         i = self.keys.index(key)
         slopes = self.coef[len(self.keys):]
         return math.exp(self.coef[i] + sum(s * v for s, v in zip(slopes, x, strict=True)))
@@ -271,29 +280,41 @@ def _quantile(values: Sequence[float], q: float) -> float:
     return xs[i] if i + 1 >= len(xs) else xs[i] * (1 - frac) + xs[i + 1] * frac
 
 
-def calibration_set(points: Iterable[Point], exclude: frozenset[str] = frozenset(),
-                    features: Sequence[str] = DEFAULT_FEATURES):
-    """{key: {gpu: median samples/s}} and {key: family}: single-GPU points of one family per key."""
-    by = defaultdict(lambda: defaultdict(list))  # (key, family) -> gpu -> values
+def _group(points: Iterable[Point], features: tuple[str, ...]) -> dict:
+    """{(key, family): {gpu: (median samples/s, log features, number of results)}} for single-GPU points."""
+    by: dict = defaultdict(lambda: defaultdict(list))
     for p in points:
-        if p.num_gpus != 1 or p.gpu in exclude or p.precision not in PRECISIONS:
-            continue
-        by[((p.workload, p.precision), p.family)][p.gpu].append(p.samples_per_s)
-    chosen: dict = {}
-    family: dict = {}
-    for (key, fam), gpus in by.items():
+        if p.num_gpus == 1 and p.precision in PRECISIONS:
+            by[((p.workload, p.precision), p.family)][p.gpu].append(p.samples_per_s)
+    out: dict = {}
+    for kf, gpus in by.items():
         usable = {}
         for g, vals in gpus.items():
             spec = _spec(g)
-            if spec is not None and _features(spec, key[1], features) is not None:
-                usable[g] = statistics.median(vals)
+            x = _features(spec, kf[0][1], features) if spec is not None else None
+            if x is not None:
+                usable[g] = (statistics.median(vals), x, len(vals))
+        if usable:
+            out[kf] = usable
+    return out
+
+
+def calibration_set(grouped: dict, exclude: frozenset[str] = frozenset()):
+    """({key: {gpu: (median, features)}}, {key: family}): one family per key, the excluded GPUs left out.
+
+    The family is the user's own runs ("measured") when there are any, else the one covering most GPUs.
+    """
+    chosen: dict = {}
+    rank_of: dict = {}
+    family: dict = {}
+    for (key, fam), gpus in grouped.items():
+        usable = {g: v[:2] for g, v in gpus.items() if g not in exclude}
         if not usable:
             continue
-        rank = (fam == "measured", len(usable), sum(len(v) for v in gpus.values()))
-        if key not in chosen or rank > family[key][1]:
-            chosen[key] = usable
-            family[key] = (fam, rank)
-    return chosen, {k: v[0] for k, v in family.items()}
+        rank = (fam == "measured", len(usable), sum(v[2] for g, v in gpus.items() if g not in exclude))
+        if key not in chosen or rank > rank_of[key]:
+            chosen[key], rank_of[key], family[key] = usable, rank, fam
+    return chosen, family
 
 
 def _solve_linear(a: list[list[float]], b: list[float]) -> list[float] | None:
@@ -341,50 +362,54 @@ def _solve(rows: list[tuple[int, list[float], float]], nkeys: int, nfeat: int) -
 def fit(points: Iterable[Point], features: Sequence[str] = DEFAULT_FEATURES,
         exclude: Iterable[str] = (), residuals: bool = True) -> Model | None:
     """Fit the pooled model on `points` minus the GPUs in `exclude`; None if nothing calibrates it."""
-    points = tuple(points)
     features = tuple(features)
-    chosen, family = calibration_set(points, frozenset(exclude), features)
+    return _fit_grouped(_group(points, features), features, frozenset(exclude), residuals)
+
+
+def _fit_grouped(grouped: dict, features: tuple[str, ...], exclude: frozenset[str],
+                 residuals: bool) -> Model | None:
+    chosen, family = calibration_set(grouped, exclude)
     keys = sorted(chosen)
-    rows = []
-    for i, key in enumerate(keys):
-        for g, v in chosen[key].items():
-            rows.append((i, _features(_spec(g), key[1], features), math.log(v), g))
+    rows = [(i, x, math.log(v), g) for i, key in enumerate(keys) for g, (v, x) in chosen[key].items()]
     distinct = {g for *_, g in rows}
     if len(distinct) <= len(features):
         return None
-    coef = _solve([(i, f, v) for i, f, v, _ in rows], len(keys), len(features))
+    coef = _solve([(i, x, v) for i, x, v, _ in rows], len(keys), len(features))
     if coef is None:
         return None
     model = Model(features=features, keys=keys, family=family,
                   gpus={k: sorted(chosen[k]) for k in keys}, coef=coef, residuals={})
     if residuals:
         for held in sorted(distinct):
-            sub = fit(points, features, set(exclude) | {held}, residuals=False)
+            sub = _fit_grouped(grouped, features, exclude | {held}, residuals=False)
             if sub is None:
                 continue
-            spec = _spec(held)
             for key in keys:
-                if held in chosen[key]:
-                    pred = sub.predict(spec, *key)
-                    if pred:
-                        model.residuals.setdefault(key, {})[held] = math.log(chosen[key][held] / pred)
+                if held in chosen[key] and key in sub.keys:
+                    v, x = chosen[key][held]
+                    pred = sub.predict_features(key, x)
+                    model.residuals.setdefault(key, {})[held] = math.log(v / pred)
     return model
+
+
+@lru_cache(maxsize=4)
+def _published_grouped(features: tuple[str, ...]) -> dict:
+    return _group(published_points(), features)
 
 
 @lru_cache(maxsize=64)
 def _published_model(exclude: frozenset[str], features: tuple[str, ...]) -> Model | None:
-    return fit(published_points(), features, exclude)
+    return _fit_grouped(_published_grouped(features), features, exclude, residuals=True)
 
 
 def get_model(extra_points: Sequence[Point] = (), exclude: Iterable[str] = (),
               features: Sequence[str] = DEFAULT_FEATURES) -> Model | None:
     """The model on published points plus `extra_points`, without the GPUs in `exclude` (cached when no extras)."""
-    points = tuple(published_points()) + tuple(extra_points)
     # Leaving out a GPU that calibrates nothing changes nothing: keep the cache small and warm.
-    exclude = frozenset(exclude) & {p.gpu for p in points}
+    exclude = frozenset(exclude) & (_published_gpus() | {p.gpu for p in extra_points})
     if not extra_points:
         return _published_model(exclude, tuple(features))
-    return fit(points, features, exclude)
+    return fit(tuple(published_points()) + tuple(extra_points), features, exclude)
 
 
 # --- multi-GPU scaling ----------------------------------------------------------------------------------
@@ -434,7 +459,23 @@ def scale(samples_per_s: float, num_gpus: int, factor: float) -> float:
 
 # --- the estimate ---------------------------------------------------------------------------------------
 
-def _match(points: Iterable[Point], gpu: str, workload: str, precision: str, num_gpus: int) -> list[Point]:
+@lru_cache(maxsize=1)
+def _published_gpus() -> frozenset[str]:
+    return frozenset(p.gpu for p in published_points())
+
+
+@lru_cache(maxsize=1)
+def _published_index() -> dict:
+    index = defaultdict(list)
+    for p in published_points():
+        index[(p.gpu, p.workload, p.precision, p.num_gpus)].append(p)
+    return index
+
+
+def _match(points: Iterable[Point] | None, gpu: str, workload: str, precision: str, num_gpus: int) -> list[Point]:
+    """Points for exactly this GPU, workload, precision and count (`None`: the published ones, indexed)."""
+    if points is None:
+        return list(_published_index().get((gpu, workload, precision, num_gpus), ()))
     return [p for p in points if p.gpu == gpu and p.workload == workload and p.precision == precision
             and p.num_gpus == num_gpus]
 
@@ -500,7 +541,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
 
     # Figures for exactly this GPU: the user's own runs first, then published.
     measured = _match(extra_points, name, workload, precision, num_gpus)
-    published = _match(published_points(), name, workload, precision, num_gpus)
+    published = _match(None, name, workload, precision, num_gpus)
     pub_mid = statistics.median(p.samples_per_s for p in published) if published else None
     meas_mid = statistics.median(p.samples_per_s for p in measured) if measured else None
     sources = tuple(sorted({p.source for p in published}))
@@ -508,7 +549,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
     if num_gpus > 1 and not spec_only and not measured and not published:
         # Scale this GPU's own single-GPU figure when it has one.
         own1 = (_match(extra_points, name, workload, precision, 1)
-                or _match(published_points(), name, workload, precision, 1))
+                or _match(None, name, workload, precision, 1))
         if own1:
             scaling = scaling or scaling_factor(spec)
             base = statistics.median(p.samples_per_s for p in own1)
@@ -529,7 +570,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
         mid = meas_mid if measured else pub_mid
         if num_gpus > 1:
             one = (_match(extra_points, name, workload, precision, 1) if measured
-                   else _match(published_points(), name, workload, precision, 1))
+                   else _match(None, name, workload, precision, 1))
             if one:
                 eff = (mid / statistics.median(p.samples_per_s for p in one) - 1) / (num_gpus - 1)
                 if eff > 1.05:
