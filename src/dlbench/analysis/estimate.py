@@ -10,13 +10,17 @@ log-linear fit, pooled over every workload and precision with its own intercept 
 calibrated on published single-GPU results (Lambda, NVIDIA DeepLearningExamples, AIME) and on the user's own
 measured runs where given (`extra_points`). For each workload and precision one source family calibrates the
 intercept (the user's runs when present, else the published source covering most GPUs), so results from
-harnesses with different software are never mixed in one intercept. The low-high band is the 10th-90th
-percentile of the leave-one-GPU-out errors for that workload and precision (pooled over all when fewer than four
-GPUs calibrate it). `benchmarks/estimator_accuracy.py` measures the error; L2 cache size can be added as a
-feature there (`features=("flops", "bandwidth", "l2")`) and is left out by default because it predicted worse.
+harnesses with different software are never mixed in one intercept.
 
-Multi-GPU figures use published rows for that GPU and count when they exist, else the single-GPU figure times
-`1 + f x (N - 1)` with the per-added-GPU factor `f` the seeds report (see `scaling_factor`).
+The low-high band is the range of the leave-one-GPU-out errors for that workload and precision: a new GPU falls
+inside the range of n such errors with probability (n-1)/(n+1), 80% for nine GPUs. When fewer than four GPUs
+calibrate it, the 10th-90th percentile of those errors over all workloads is used. The estimator's accuracy is
+measured by `benchmarks/estimator_accuracy.py`; L2 cache size can be added as a feature there
+(`features=("flops", "bandwidth", "l2")`) and is left out by default because it predicted worse.
+
+Multi-GPU figures use published rows for that GPU and count when they exist; else the single-GPU figure times
+`1 + f x (N - 1)`, with `f` the per-added-GPU factor the seeds report (`scaling_factor`), or the one published
+multi-GPU rows for that GPU imply (`published_scaling`) with the band spanning both.
 Nothing here imports torch.
 """
 
@@ -50,7 +54,6 @@ PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 CALIBRATION_PRECISION = {"amp-bf16": "amp-fp16"}
 DEFAULT_FEATURES: tuple[str, ...] = ("flops", "bandwidth")
 MIN_GPUS_FOR_OWN_BAND = 4
-BAND_QUANTILES = (0.10, 0.90)
 
 # Per-added-GPU scaling factors (low, typical, high) reported by the seeds, for data-parallel training.
 # Seed 000 (AIME, "Deep Learning GPU Benchmarks"): RTX 6000 Ada and other pro GPUs with peer-to-peer PCIe
@@ -260,13 +263,16 @@ class Model:
         key = (workload, CALIBRATION_PRECISION.get(precision, precision))
         own = list(self.residuals.get(key, {}).values())
         if len(own) >= MIN_GPUS_FOR_OWN_BAND:
-            res, how = own, f"10th-90th percentile of leave-one-GPU-out errors for {key[0]} {key[1]} ({len(own)} GPUs)"
+            res = own
+            how = f"range of leave-one-GPU-out errors for {key[0]} {key[1]} ({len(own)} GPUs)"
+            lo, hi = min(res), max(res)
         else:
             res = [r for v in self.residuals.values() for r in v.values()]
-            how = f"10th-90th percentile of leave-one-GPU-out errors over all workloads ({len(res)} points)"
-        if not res:
-            return 0.5, 2.0, "no held-out errors to size the band: factor 2 either way"
-        lo, hi = _quantile(res, BAND_QUANTILES[0]), _quantile(res, BAND_QUANTILES[1])
+            if not res:
+                return 0.5, 2.0, "no held-out errors to size the band: factor 2 either way"
+            how = (f"10th-90th percentile of leave-one-GPU-out errors over all workloads ({len(res)} points; "
+                   f"only {len(own)} GPU(s) calibrate {key[0]} {key[1]})")
+            lo, hi = _quantile(res, 0.10), _quantile(res, 0.90)
         return math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)), how
 
 
@@ -452,6 +458,44 @@ def scaling_factor(spec) -> dict:
     return _factors(SCALING_UNKNOWN, "no seed figure for this GPU: the band spans every seed figure (0.62-0.97)")
 
 
+def published_scaling(gpu: str, workload: str, precision: str) -> dict | None:
+    """Per-added-GPU factors implied by published multi-GPU rows for this GPU, workload and precision.
+
+    A factor above 1.05 (super-linear: a different batch size or a broken row) is not used.
+    """
+    ones = _match(None, gpu, workload, precision, 1)
+    if not ones:
+        return None
+    base = statistics.median(p.samples_per_s for p in ones)
+    effs = []
+    for n in range(2, 65):
+        rows = _match(None, gpu, workload, precision, n)
+        if rows:
+            eff = (statistics.median(p.samples_per_s for p in rows) / base - 1.0) / (n - 1)
+            if 0 < eff <= 1.05:
+                effs.append((n, eff))
+    if not effs:
+        return None
+    vals = [e for _, e in effs]
+    counts = ", ".join(str(n) for n, _ in effs)
+    return {"low": min(vals), "typical": statistics.median(vals), "high": max(vals),
+            "source": f"published {gpu} {workload} {precision} results on {counts} GPUs vs 1"}
+
+
+def scaling_for(spec, workload: str, precision: str, spec_only: bool = False) -> dict:
+    """The seeds' factor for this GPU, with published scaling for it taking the typical value when there is some.
+
+    The band spans both, since a published factor comes from one system and the seeds' from another.
+    """
+    seed = scaling_factor(spec)
+    found = None if spec_only else published_scaling(gpu_name(spec), workload, precision)
+    if not found:
+        return seed
+    return {"low": min(found["low"], seed["low"]), "typical": found["typical"],
+            "high": max(found["high"], seed["high"]),
+            "source": f"{found['source']} ({found['typical']:.2f} per added GPU); band with {seed['source']}"}
+
+
 def scale(samples_per_s: float, num_gpus: int, factor: float) -> float:
     """Throughput of `num_gpus` GPUs when each added GPU adds `factor` of one GPU."""
     return samples_per_s * (1.0 + factor * (num_gpus - 1))
@@ -534,7 +578,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
         if num_gpus == 1:
             model_mid, model_lo, model_hi = single, single * lo_f, single * hi_f
         else:
-            scaling = scaling_factor(spec)
+            scaling = scaling_for(spec, workload, precision, spec_only)
             model_mid = scale(single, num_gpus, scaling["typical"])
             model_lo = scale(single * lo_f, num_gpus, scaling["low"])
             model_hi = scale(single * hi_f, num_gpus, scaling["high"])
@@ -551,7 +595,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
         own1 = (_match(extra_points, name, workload, precision, 1)
                 or _match(None, name, workload, precision, 1))
         if own1:
-            scaling = scaling or scaling_factor(spec)
+            scaling = scaling or scaling_for(spec, workload, precision)
             base = statistics.median(p.samples_per_s for p in own1)
             vals = [p.samples_per_s for p in own1]
             return Estimate(
@@ -577,7 +621,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
                     notes.append(f"this {num_gpus}-GPU figure implies {eff:.2f} per added GPU (super-linear): "
                                  "check the source before relying on it")
         kind = "measured" if measured else "published"
-        where = "your runs" if measured else "; ".join(sources)
+        where = "your runs" if measured else ", ".join(sorted({p.family for p in published}))
         return Estimate(
             gpu=name, workload=workload, precision=precision, num_gpus=num_gpus, samples_per_s=mid,
             low=min(vals), high=max(vals), kind=kind,
@@ -590,7 +634,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
         return Estimate(gpu=name, workload=workload, precision=precision, num_gpus=num_gpus,
                         samples_per_s=None, low=None, high=None, kind="unknown",
                         basis=notes[-1] if notes else "no estimate", published_samples_per_s=pub_mid,
-                        published_sources=sources, measured_samples_per_s=meas_mid, notes=tuple(notes))
+                        published_sources=sources, measured_samples_per_s=meas_mid, notes=tuple(notes[:-1]))
     if scaling is not None:
         basis += f"; x{num_gpus}: {scaling['low']:.2f}-{scaling['high']:.2f} per added GPU ({scaling['source']})"
     if pub_mid is not None:

@@ -33,6 +33,10 @@ def register(app: typer.Typer) -> None:
         from dlbench.analysis.estimate import estimate
 
         e = estimate(gpu, workload, precision, num_gpus=gpus, spec_only=spec_only)
+        if e.samples_per_s is None:
+            from dlbench.errors import BadInput
+
+            raise BadInput(f"{e.num_gpus}x {e.gpu} {e.workload} {e.precision}: {e.basis}")
         if as_json:
             print_json(e.to_dict())
             return
