@@ -242,3 +242,21 @@ def test_doctor_bad_references_are_clear_errors(capsys, tmp_path):
     assert code == 2 and "no such result file" in err and "Traceback" not in err
     code, _, err = cli(capsys, "doctor", "ffffffff")
     assert code == 2 and "error:" in err
+
+
+def test_diagnosis_uses_the_packaged_published_results_and_estimate():
+    import statistics
+
+    from dlbench.reference import load_published
+
+    rows = [p for p in load_published() if p.gpu == "H100 SXM5 80GB" and p.workload == "resnet50"
+            and p.precision == "amp-fp16" and p.num_gpus == 1]
+    assert rows, "the packaged published results should cover H100 ResNet-50 AMP"
+    median = statistics.median(p.samples_per_s for p in rows)
+    report = diagnose(_doc([_result(samples_per_s=median / 2)]))
+    entry = report["results"][0]
+    assert report["gpu"] == "H100 SXM5 80GB"
+    assert entry["compared_with"] == "published" and entry["published"]["count"] == len(rows)
+    assert entry["ratio"] == pytest.approx(0.5)
+    assert entry["verdict"] == "below"
+    assert entry["estimate"] is None or entry["estimate"]["samples_per_s"] > 0

@@ -210,7 +210,8 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
         entry: dict[str, Any] = {"label": _label(r), "workload": r.get("workload"), "precision": r.get("precision"),
                                  "compile": r.get("compile"), "batch_size": r.get("batch_size"),
                                  "seq_len": r.get("seq_len"), "world_size": r.get("world_size") or 1,
-                                 "status": r.get("status"), "samples_per_s": r.get("samples_per_s")}
+                                 "status": r.get("status"), "samples_per_s": r.get("samples_per_s"),
+                                 "unit": r.get("unit")}
         if r.get("status") != "ok" or not r.get("samples_per_s"):
             entry.update(verdict="not measured", findings=[], published=None, estimate=None)
             results_out.append(entry)

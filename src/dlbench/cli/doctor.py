@@ -111,7 +111,9 @@ def render_diagnosis(report: dict[str, Any]) -> None:
     from rich.text import Text
 
     out = console()
-    gpus = ", ".join(report.get("gpus") or []) or "no GPU"
+    names = report.get("gpus") or []
+    gpus = ", ".join(f"{names.count(n)} x {n}" if names.count(n) > 1 else n
+                     for n in sorted(set(names))) or "no GPU"
     head = Text(f"dlbench doctor: run {str(report.get('run_id'))[:12]}", style="bold")
     head.append(f"  ({gpus}{' = ' + report['gpu'] if report.get('gpu') else ''})", style="dim")
     out.print(head)
@@ -126,9 +128,13 @@ def render_diagnosis(report: dict[str, Any]) -> None:
         line.append(_fmt_rate(e.get("samples_per_s")))
         ref = e.get("published") if e.get("compared_with") == "published" else e.get("estimate")
         if ref:
-            what = (f"published median {_fmt_rate(ref['samples_per_s'])} ({ref['count']} result(s): "
-                    f"{', '.join(ref['sources'])})" if e["compared_with"] == "published"
-                    else f"spec-based estimate {_fmt_rate(ref['samples_per_s'])}")
+            if e["compared_with"] == "published":
+                sources = ", ".join(sorted({src.split(" (")[0] for src in ref["sources"]}))
+                batches = ", ".join(str(b) for b in ref.get("batch_sizes_per_gpu") or [])
+                what = (f"published median {_fmt_rate(ref['samples_per_s'])} ({ref['count']} result(s), "
+                        f"{sources}{', batch ' + batches if batches else ''})")
+            else:
+                what = f"spec-based estimate {_fmt_rate(ref['samples_per_s'])}"
             style = {"below": "yellow", "in line": "green", "above": "green"}.get(e["verdict"], "")
             line.append(f"  {e['ratio']:.0%} of {what}", style=style)
             if e["compared_with"] == "published" and e.get("estimate"):
@@ -142,7 +148,7 @@ def render_diagnosis(report: dict[str, Any]) -> None:
             if tel.get("power_mean_w") is not None:
                 bits.append(f"{tel['power_mean_w']:.0f} W")
             if tel.get("samples_per_s_per_w") is not None:
-                bits.append(f"{tel['samples_per_s_per_w']:.2f} samples/s per W")
+                bits.append(f"{tel['samples_per_s_per_w']:.2f} {e.get('unit') or 'samples'}/s per W")
             if tel.get("temperature_max_c") is not None:
                 bits.append(f"max {tel['temperature_max_c']:.0f} C")
             if tel.get("sm_clock_mean_mhz") is not None:
