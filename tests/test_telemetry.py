@@ -290,6 +290,15 @@ def test_real_wrapper_converts_units_and_maps_not_supported():
     assert not isinstance(info.value, NotSupported)
     with pytest.raises(NotSupported):
         nv.persistence_mode(None)  # not in this (fake) module at all
+    assert nv.power_reading == "driver_average"  # no instantaneous power field in this module
+
+    field = types.SimpleNamespace(nvmlReturn=0, valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_INT,
+                                  value=types.SimpleNamespace(uiVal=401_250))
+    fake.NVML_FI_DEV_POWER_INSTANT = pynvml.NVML_FI_DEV_POWER_INSTANT
+    fake.nvmlDeviceGetFieldValues = lambda h, ids: [field] if ids == [pynvml.NVML_FI_DEV_POWER_INSTANT] else []
+    nv = Nvml(fake)
+    assert nv.power_w(None) == pytest.approx(401.25)
+    assert nv.power_reading == "instant"
 
 
 def test_result_efficiency_reads_a_result_of_the_document():

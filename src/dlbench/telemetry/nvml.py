@@ -137,7 +137,23 @@ class Nvml:
         return str(self._call("nvmlDeviceGetName", handle))
 
     # -- cheap per-sample readings -----------------------------------------------------------------------
+    # nvmlDeviceGetPowerUsage returns a 1-second average on Ampere (except GA100) and newer GPUs, instantaneous
+    # power on older ones (NVML API reference). Sampling every 0.1 s wants the instantaneous figure, which newer
+    # drivers give as the field NVML_FI_DEV_POWER_INSTANT; where that field is missing, fall back.
+    _FIELD_VALUE_ATTR = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    power_reading: str | None = None  # "instant" or "driver_average" once power has been read
+
     def power_w(self, handle: Any) -> float:
+        if self.power_reading != "driver_average":
+            field = getattr(self._nv, "NVML_FI_DEV_POWER_INSTANT", None)
+            try:
+                value = self._call("nvmlDeviceGetFieldValues", handle, [field])[0] if field is not None else None
+            except NvmlError:
+                value = None
+            if value is not None and value.nvmlReturn == 0 and value.valueType in self._FIELD_VALUE_ATTR:
+                self.power_reading = "instant"
+                return getattr(value.value, self._FIELD_VALUE_ATTR[value.valueType]) / 1000.0  # milliwatts
+            self.power_reading = "driver_average"
         return self._call("nvmlDeviceGetPowerUsage", handle) / 1000.0  # NVML: milliwatts
 
     def energy_j(self, handle: Any) -> float:

@@ -168,6 +168,8 @@ class NvmlSampler:
             columns = {k: list(v) for k, v in self._columns.items()}
         block = summarize(columns, self._static, self._energy_start_j, self._energy_end_j, self.interval_s)
         block["source"] = self.source
+        # How NVML read power: "instant", or "driver_average" (a 1-second average on Ampere and newer).
+        block["power_reading"] = getattr(self.nvml, "power_reading", None)
         block["gpu"] = {"name": self._static.get("name"), "uuid": self.match.uuid,
                         "nvml_index": self.match.nvml_index, "cuda_index": self.cuda_index,
                         "matched_by": self.match.how}
