@@ -275,6 +275,7 @@ def summarize(columns: dict[str, list[Any]], static: dict[str, Any], energy_star
         "power_max_w": max(powers) if powers else None,
         "energy_j": energy_j,
         "energy_method": method,
+        "energy_integrated_j": integrated_j,  # the power integral, also kept when the counter is used (cross-check)
         "temperature_start_c": temps[0] if temps else None,
         "temperature_max_c": max(temps) if temps else None,
         "temperature_mean_c": _mean(temps),
