@@ -88,6 +88,17 @@ def test_energy_counter_used_when_the_gpu_has_one():
     block = _drive(FakeGpu(power_w=300.0, energy_j=[5000.0, 5123.5]), 4)
     assert block["energy_method"] == ENERGY_COUNTER
     assert block["energy_j"] == pytest.approx(123.5)
+    assert block["energy_integrated_j"] == pytest.approx(300.0 * block["duration_s"])
+
+
+def test_telemetry_and_analysis_modules_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport dlbench.telemetry.sampler, dlbench.telemetry.checks, dlbench.analysis.energy, "
+            "dlbench.analysis.diagnose, dlbench.cli.doctor\nassert 'torch' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_missing_energy_counter_falls_back_to_integrating_power():
