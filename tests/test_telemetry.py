@@ -322,3 +322,9 @@ def test_result_efficiency_reads_a_result_of_the_document():
     assert eff["samples_per_s_per_w"] == pytest.approx(5.0)
     assert eff["energy_measured_j"] == pytest.approx(600.0)
     assert result_efficiency({"samples_per_s": 10.0, "telemetry": None})["throttled"] is None
+
+
+def test_throttling_unknown_when_the_gpu_reports_no_reasons():
+    block = _drive(FakeGpu(clock_event_reasons=None), 4)
+    assert block["throttle_reasons"] is None and block["throttle_share"] is None
+    assert is_throttled(block) is None

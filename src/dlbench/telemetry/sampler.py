@@ -283,7 +283,7 @@ def summarize(columns: dict[str, list[Any]], static: dict[str, Any], energy_star
         "sm_clock_min_mhz": min(present("sm_clock_mhz"), default=None),
         "mem_clock_mean_mhz": _mean(present("mem_clock_mhz")),
         "gpu_utilization_mean_pct": _mean(present("gpu_utilization_pct")),
-        "throttle_reasons": shares,
+        "throttle_reasons": shares if reasons_masks else None,  # None: the GPU reports no reasons (unknown)
         "throttle_share": slowed / len(reasons_masks) if reasons_masks else None,
         "power_limit_w": static.get("power_limit_w"),
         "default_power_limit_w": static.get("default_power_limit_w"),
