@@ -187,8 +187,9 @@ def test_diagnosis_names_thermal_throttling_against_published():
 def test_diagnosis_names_power_limit_pcie_sharing_and_cpu_bound():
     tel = _tel(throttle_reasons={}, throttle_share=0.0, power_limit_w=500.0, pcie_link_width_min=8,
                other_processes=[4242], gpu_utilization_mean_pct=55.0)
-    report = _diagnose(_doc([_result(telemetry=tel, world_size=2)]))
+    report = _diagnose(_doc([_result(telemetry=tel, world_size=2, start_temperature_c=63.0)]))
     causes = likely_causes(report)
+    assert any(f["cause"] == "hot_start" and "63 C" in f["message"] for f in report["results"][0]["findings"])
     for cause in ("reduced_power_limit", "narrow_pcie_link", "shared_gpu", "cpu_bound"):
         assert cause in causes
     assert "thermal_throttling" not in causes

@@ -103,12 +103,18 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
                                 "launch work fast enough",
                                 "Use a larger batch (--batch-size auto finds the largest that fits) or "
                                 "torch.compile (reduce-overhead uses CUDA graphs) to cut per-step launch cost."))
-        tstart = tel.get("temperature_start_c")
-        if tstart is not None and tstart > START_TEMPERATURE_LIMIT_C:
-            out.append(_finding("hot_start", "info",
-                                f"the measurement started at {tstart:.0f} C (the seeds' benchmarks start below "
-                                f"{START_TEMPERATURE_LIMIT_C:.0f} C)",
-                                "Let the GPU cool between configurations (dlbench run --max-start-temp)."))
+        names = tel.get("gpu_names") or []
+        if len(names) > 1:
+            out.append(_finding("mixed_gpu_models", "warn", "this configuration ran on different GPU models: "
+                                + ", ".join(names), "In data-parallel training the slowest GPU sets the pace."))
+    # The configuration's start temperature (before warm-up; warm-up itself heats the GPU, so the telemetry's
+    # first reading is no guide).
+    tstart = result.get("start_temperature_c")
+    if tstart is not None and tstart > START_TEMPERATURE_LIMIT_C:
+        out.append(_finding("hot_start", "info",
+                            f"the configuration started at {tstart:.0f} C (the seeds' benchmarks start below "
+                            f"{START_TEMPERATURE_LIMIT_C:.0f} C)",
+                            "Let the GPU cool between configurations (dlbench run --max-start-temp)."))
     return out
 
 
