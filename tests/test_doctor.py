@@ -261,3 +261,11 @@ def test_diagnosis_uses_the_packaged_published_results_and_estimate():
     assert entry["ratio"] == pytest.approx(0.5)
     assert entry["verdict"] == "below"
     assert entry["estimate"] is None or entry["estimate"]["samples_per_s"] > 0
+
+
+def test_rocm_machine_without_nvml_is_not_a_warning():
+    rocm = ck.TorchInfo(version="2.11.0+rocm6.3", hip="6.3", cuda_available=True, device_count=2)
+    checks = _run([], torch=rocm, unavailable="the NVML library (libnvidia-ml) was not found")
+    assert checks["gpu"].verdict == "n/a" and "ROCm" in checks["gpu"].message
+    nvidia_without_nvml = _run([], unavailable="NVML could not start")
+    assert nvidia_without_nvml["gpu"].verdict == "warn"

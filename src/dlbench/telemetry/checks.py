@@ -432,7 +432,10 @@ def run_checks(nvml: Any = None, torch: TorchInfo | None = None, *, root: str = 
         handle_source = None
         torch_text = (f"torch {torch.version} ({'CUDA ' + torch.cuda + ' build' if torch.cuda else 'CPU-only build'})"
                       if torch.version else "torch not importable")
-        if torch.cuda_available:
+        if torch.cuda_available and torch.hip:
+            checks.append(Check("gpu", "GPU", "n/a", f"torch sees {torch.device_count} ROCm GPU(s); these checks "
+                                "read NVML and cover NVIDIA GPUs only (run telemetry uses amdsmi)"))
+        elif torch.cuda_available:
             checks.append(Check("gpu", "GPU", "warn", f"torch sees {torch.device_count} CUDA device(s) but NVML is "
                                 f"unavailable ({exc}): no power, clock or health checks"))
         else:
