@@ -328,3 +328,14 @@ def test_throttling_unknown_when_the_gpu_reports_no_reasons():
     block = _drive(FakeGpu(clock_event_reasons=None), 4)
     assert block["throttle_reasons"] is None and block["throttle_share"] is None
     assert is_throttled(block) is None
+
+
+def test_a_broken_nvml_never_breaks_the_measurement():
+    class Broken(FakeNvml):
+        def temperature_c(self, handle):
+            raise RuntimeError("driver went away")
+
+    sampler = create_sampler("cuda:0", nvml=Broken([FakeGpu()]), uuid_of=_no_uuid)
+    sampler.start()  # must not raise
+    block = sampler.stop()
+    assert block["available"] is False and "driver went away" in block["reason"]

@@ -98,13 +98,19 @@ class NvmlSampler:
         self._static: dict[str, Any] = {}
         self._processes: set[int] = set()
         self._errors: list[str] = []
+        self._failed: str | None = None
 
     # -- public API ------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Take the first reading, then keep sampling in a background thread until `stop()`."""
-        self.begin()
-        self._thread = threading.Thread(target=self._run, name="dlbench-telemetry", daemon=True)
-        self._thread.start()
+        """Take the first reading, then keep sampling in a background thread until `stop()`.
+
+        Never raises: telemetry must not cost a measurement. A failure is reported by `stop()`."""
+        try:
+            self.begin()
+            self._thread = threading.Thread(target=self._run, name="dlbench-telemetry", daemon=True)
+            self._thread.start()
+        except Exception as exc:  # noqa: BLE001
+            self._failed = f"telemetry could not start: {type(exc).__name__}: {exc}"
 
     def stop(self) -> dict[str, Any]:
         """Stop the thread (wakes it at once), take the last reading and return the `telemetry` block."""
@@ -112,7 +118,12 @@ class NvmlSampler:
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 10 * self.interval_s))
             self._thread = None
-        return self.finish()
+        if self._failed:
+            return unavailable(self._failed)
+        try:
+            return self.finish()
+        except Exception as exc:  # noqa: BLE001 - never fail the measurement for its telemetry
+            return unavailable(f"telemetry failed: {type(exc).__name__}: {exc}")
 
     @property
     def running(self) -> bool:
