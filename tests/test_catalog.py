@@ -326,3 +326,31 @@ def test_seed_figures_table_matches_seed_file():
         assert seed_name in parsed, seed_name
         memory, bandwidth, power = parsed[seed_name]
         assert (int(memory), bandwidth, power) == (memory_gb, bandwidth_gbs, tdp_w)
+
+
+@pytest.mark.skipif(not Path("/work/shared/reference/epoch_ml_hardware.csv").exists(),
+                    reason="Epoch AI reference CSV not available")
+def test_disagreements_with_cited_epoch_rows_are_documented():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "build_catalog.py"
+    spec = importlib.util.spec_from_file_location("build_catalog", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    problems = module.check(Path("/work/shared/reference"))
+    assert not [line for line in problems if "UNDOCUMENTED" in line or "not in epoch" in line], problems
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not Path("/proc/driver/nvidia").exists() and not Path("/dev/kfd").exists(),
+                    reason="no GPU driver (checked before importing torch, which is slow)")
+def test_this_machines_gpu_is_in_the_catalogue():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    name = torch.cuda.get_device_name(0)
+    memory = torch.cuda.get_device_properties(0).total_memory
+    spec = lookup(name, memory_bytes=memory)
+    assert spec is not None, f"{name!r} not in the catalogue; close: {close_matches(name)}"
+    # The catalogue's nominal memory is within a few percent of what the driver reports.
+    assert abs(spec.memory_bytes - memory) <= 0.1 * spec.memory_bytes
