@@ -104,6 +104,13 @@ def test_noisy_result_warns():
     assert any("noisy" in w and "12.0%" in w for w in compare_documents(a, b)["warnings"])
 
 
+def test_same_run_twice_warns():
+    a = make_document([make_result()])
+    report = compare_documents(a, a)
+    assert report["rows"][0]["significant"] is False
+    assert "the same run" in report["warnings"][0]
+
+
 def test_significance_needs_enough_steps():
     assert significance([0.1], [0.1, 0.2])["significant"] is None
     assert significance([0.1, 0.1], [0.1, 0.1])["significant"] is False

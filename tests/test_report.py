@@ -87,7 +87,7 @@ def test_cpu_tiny_run_explains_why_nothing_is_ranked(tmp_path):
     assert [name for _, name in _images(html)] == ["step_times"]
     assert "Tiny flavour: published results are for the full-size models" in html
     assert "No speed-up to show" in html
-    assert "no GPU" in html
+    assert "CPU only (Test CPU, 32 cores)" in html
 
 
 def test_two_runs_are_labelled(tmp_path):

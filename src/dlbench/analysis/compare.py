@@ -126,6 +126,8 @@ def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAU
     a_by_key = _index(a.get("results") or [])
     b_by_key = _index(b.get("results") or [])
     rows = [compare_results(a_by_key[k], b_by_key[k], alpha) for k in a_by_key if k in b_by_key]
+    same = ["A and B are the same run: nothing can differ"] if a.get("run_id") and a.get("run_id") == b.get(
+        "run_id") else []
     return {
         "a_run_id": a.get("run_id"),
         "b_run_id": b.get("run_id"),
@@ -134,7 +136,7 @@ def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAU
         "rows": rows,
         "only_in_a": [config_label(r) for k, r in a_by_key.items() if k not in b_by_key],
         "only_in_b": [config_label(r) for k, r in b_by_key.items() if k not in a_by_key],
-        "warnings": environment_warnings(a.get("environment") or {}, b.get("environment") or {})
+        "warnings": same + environment_warnings(a.get("environment") or {}, b.get("environment") or {})
         + _power_limit_warnings(a, b) + _noise_warnings(rows),
     }
 

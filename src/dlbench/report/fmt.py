@@ -70,7 +70,12 @@ def gigabytes(n_bytes: float | None) -> str:
 
 
 def tflops(flops_per_s: float | None) -> str:
-    return DASH if flops_per_s is None else f"{flops_per_s / 1e12:.1f}"
+    """TFLOP/s with enough digits that a CPU's 0.01 does not print as 0.0."""
+    if flops_per_s is None:
+        return DASH
+    value = flops_per_s / 1e12
+    digits = 1 if value >= 10 else 2 if value >= 1 else 3
+    return f"{value:.{digits}f}"
 
 
 def ratio(value: float | None) -> str:

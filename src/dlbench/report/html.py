@@ -75,7 +75,11 @@ def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
     gpus = [canonical_gpu(g.get("name"), g.get("memory_bytes")) or g.get("name")
             for g in env.get("gpus") or [] if isinstance(g, dict)]
     names = sorted(set(gpus))
-    gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {n}" for n in names) if names else "no GPU"
+    if names:
+        gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {n}" for n in names)
+    else:
+        cores = f", {env['cpu_count']} cores" if env.get("cpu_count") else ""
+        gpu_text = f"CPU only ({env.get('cpu_model') or 'unknown CPU'}{cores})"
     short = str(doc.get("run_id") or f"run{index + 1}")[:8]
     software = " \u00b7 ".join(f"{label} {env[key]}" for label, key in
                                (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
