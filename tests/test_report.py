@@ -177,3 +177,18 @@ def test_cli_report_bad_input(tmp_path, capsys, args, message):
     assert code == 2
     assert err.startswith("error:") and message in err and "Traceback" not in err
     assert not Path(tmp_path / "r").exists()
+
+
+def test_comparison_and_report_never_import_torch(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.json"
+    write_json_atomic(path, make_document([make_result(seed=1)]))
+    code = ("import sys\nfrom dlbench.cli.app import main\n"
+            f"for argv in (['compare', {str(path)!r}, {str(path)!r}], ['compare', {str(path)!r}, '--published'],"
+            f" ['report', {str(path)!r}, '-o', {str(tmp_path / 'r')!r}], ['reference', 'list', '--json']):\n"
+            "    try:\n        main(argv)\n    except SystemExit as exc:\n        assert not exc.code, exc.code\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

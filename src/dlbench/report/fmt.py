@@ -90,3 +90,13 @@ def p_value(p: float | None) -> str:
 
 def plain(value: Any) -> str:
     return DASH if value is None or value == "" else str(value)
+
+
+def vs_published_short(vs: dict[str, Any]) -> str:
+    """The "vs published" cell from `analysis.ranking.vs_published`: `0.92×` (same-GPU median), `#4 of 10`
+    (rank among published GPUs) or a dash when nothing comparable is published."""
+    if vs.get("ratio") is not None:
+        return ratio(vs["ratio"])
+    if vs.get("rank") is not None:
+        return f"#{vs['rank']} of {vs['rank_of']}"
+    return DASH

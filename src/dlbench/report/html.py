@@ -109,19 +109,11 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
                 "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
                 "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
-                "vs_main": _vs_main(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
+                "vs_main": fmt.vs_published_short(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
                 "vs_good": (vs["ratio"] or 0) >= 0.95,
                 "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
             })
     return rows
-
-
-def _vs_main(vs: dict[str, Any]) -> str:
-    if vs["ratio"] is not None:
-        return fmt.ratio(vs["ratio"])
-    if vs["rank"] is not None:
-        return f"#{vs['rank']} of {vs['rank_of']}"
-    return fmt.DASH
 
 
 def _vs_note(vs: dict[str, Any]) -> str:
@@ -177,7 +169,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
         subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
         chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name)
-        caption = "; ".join(f"{e['name']}: {_vs_main(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
+        caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",
                   "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
