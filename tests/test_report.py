@@ -90,6 +90,18 @@ def test_cpu_tiny_run_explains_why_nothing_is_ranked(tmp_path):
     assert "CPU only (Test CPU, 32 cores)" in html
 
 
+def test_rewriting_a_report_removes_its_stale_charts(tmp_path):
+    out = tmp_path / "out"
+    write_report([make_document([make_result(precision="tf32", seed=1), make_result(seed=2)])], out)
+    assert (out / "charts" / "speedups.svg").is_file()
+    (out / "charts" / "notes.txt").write_text("mine", encoding="utf-8")
+    write_report([make_document([make_result(seed=3)])], out)
+    assert not (out / "charts" / "speedups.svg").exists()
+    assert not (out / "charts" / "ranking_resnet50_tf32_na_1gpu.png").exists()
+    assert (out / "charts" / "ranking_resnet50_amp-fp16_na_1gpu.png").is_file()
+    assert (out / "charts" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
 def test_two_runs_are_labelled(tmp_path):
     a = make_document([make_result(step_time_s=0.2, seed=1)], created_at="2026-11-20T00:00:00Z")
     b = make_document([make_result(step_time_s=0.19, seed=2)],

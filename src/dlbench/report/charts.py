@@ -53,6 +53,8 @@ _STYLE = {
     "svg.fonttype": "path",  # text as outlines: the SVG looks the same without the font installed
     "svg.hashsalt": "dlbench",  # stable element ids, so re-rendering gives identical files
 }
+# File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
+CHART_STEMS = ("ranking_*", "speedups", "step_times", "scaling", "telemetry")
 WIDTH_IN = 9.0
 DPI = 150
 
@@ -108,7 +110,7 @@ def _thousands():
 
 
 def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
-                  name: str) -> Chart:
+                  name: str, num_gpus: int = 1) -> Chart:
     """Horizontal bars of samples/s, fastest on top; rows with `is_this_run` highlighted (AIME/Lambda style).
 
     `rows` come from `analysis.ranking.rank_among_published`: `label`, `samples_per_s`, `is_this_run`.
@@ -135,7 +137,8 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.set_ylim(-0.6, n - 0.4)
         ax.grid(axis="y", visible=False)
         ax.xaxis.set_major_formatter(_thousands())
-        ax.set_xlabel(f"training throughput ({unit}/s, higher is better)")
+        total = f", total of {num_gpus} GPUs" if num_gpus > 1 else ""
+        ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
         _titles(fig, ax, title, subtitle)
         return _save(fig, out_dir, name, title, subtitle)
 
@@ -309,10 +312,10 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                         label=trace["label"])
                 if key == "power_w" and trace.get("power_limit_w"):
                     ax.axhline(trace["power_limit_w"], color=colour, linestyle=":", linewidth=1)
-                    ax.text(0.0, trace["power_limit_w"], f" power limit {trace['power_limit_w']:g} W",
-                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="bottom")
+                    ax.text(0.99, trace["power_limit_w"], f"power limit {trace['power_limit_w']:g} W ",
+                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="top", ha="right")
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
-        axes[0][0].legend(loc="lower right", ncols=1)
+        axes[0][0].legend(loc="lower right", ncols=1, bbox_to_anchor=(1.0, 0.02))
         fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
         return _save(fig, out_dir, name, title, caption)

@@ -55,10 +55,23 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "ok_count": sum(1 for r in rows if r["status"] == "ok"),
     }
     html = _render(context)
+    _remove_stale_charts(chart_dir, {f["chart"].name for g in groups for f in g["figures"]})
     out_dir.mkdir(parents=True, exist_ok=True)
     index = out_dir / "index.html"
     index.write_text(html, encoding="utf-8")
     return index
+
+
+def _remove_stale_charts(chart_dir: Path, written: set[str]) -> None:
+    """Delete charts an earlier report left in `chart_dir` that this one did not draw (only dlbench's names),
+    so the folder matches the page."""
+    if not chart_dir.is_dir():
+        return
+    for pattern in charts.CHART_STEMS:
+        for suffix in (".png", ".svg"):
+            for path in chart_dir.glob(pattern + suffix):
+                if path.stem not in written:
+                    path.unlink()
 
 
 def _render(context: dict[str, Any]) -> str:
@@ -168,7 +181,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
         subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
-        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name)
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",
