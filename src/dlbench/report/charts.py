@@ -313,7 +313,8 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                 if key == "power_w" and trace.get("power_limit_w"):
                     ax.axhline(trace["power_limit_w"], color=colour, linestyle=":", linewidth=1)
                     ax.text(0.99, trace["power_limit_w"], f"power limit {trace['power_limit_w']:g} W ",
-                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="top", ha="right")
+                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="top", ha="right",
+                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
         axes[0][0].legend(loc="lower right", ncols=1, bbox_to_anchor=(1.0, 0.02))
