@@ -1,0 +1,303 @@
+"""Start one multi-process group through torch.distributed's own launcher: used by `dlbench run --gpus 2` and
+`dlbench comm --gpus 2`.
+
+`run_group(job, nproc, timeout_s)` runs `python -m torch.distributed.run --standalone --nproc-per-node N
+-m dlbench.runner.rank_worker JOB.json` (standalone: a c10d rendezvous on a free local port) in its own session
+and waits for it. Each rank writes a small status file (`rank-<r>.json`: pid, phase, progress, status, error);
+rank 0 writes the result. When the launcher returns non-zero, or the configuration's timeout expires, the whole
+process tree is torn down (SIGTERM to the launcher, which stops its workers, then SIGKILL to anything still
+alive) and the outcome names the failed rank and why, from the ranks' status files and torchrun's failure
+summary. Workers also ask the kernel to kill them if the launcher dies (Linux `PR_SET_PDEATHSIG`), so no process
+outlives the group.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlbench.jsonio import write_json_atomic
+
+# Grace period between SIGTERM to the launcher and SIGKILL to whatever is left.
+TERM_GRACE_S = 5.0
+POLL_S = 0.25
+
+
+@dataclass
+class GroupOutcome:
+    """How a group run ended. `status` is ok|error|oom|timeout; `error` is one line naming the failed rank."""
+
+    status: str
+    error: str | None = None
+    failed_rank: int | None = None
+    result: Any = None
+    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    returncode: int | None = None
+    log_tail: str = ""
+
+
+def torchrun_command(nproc: int, job_path: Path, monitor_interval_s: float = 0.5) -> list[str]:
+    """The launcher command line for one group on this machine."""
+    return [
+        sys.executable, "-m", "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        f"--monitor-interval={monitor_interval_s:g}",
+        "-m", "dlbench.runner.rank_worker", str(job_path),
+    ]
+
+
+def run_group(job: dict[str, Any], nproc: int, timeout_s: float, workdir: Path | None = None,
+              progress: Callable[[str, int, int], None] | None = None,
+              env: dict[str, str] | None = None) -> GroupOutcome:
+    """Run `job` (see `dlbench.runner.rank_worker`) on `nproc` local processes; tear everything down on failure.
+
+    `progress(phase, done, total)` is called with rank 0's progress while the group runs.
+    """
+    own_tmp = None
+    if workdir is None:
+        own_tmp = tempfile.TemporaryDirectory(prefix="dlbench-group-")
+        workdir = Path(own_tmp.name)
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = {**job, "status_dir": str(workdir), "result_path": str(workdir / "result.json")}
+    job_path = workdir / "job.json"
+    write_json_atomic(job_path, job)
+    log_path = workdir / "torchrun.log"
+    child_env = {**os.environ, **(env or {})}
+    # One thread per rank keeps N processes from oversubscribing the cores (torchrun's own default for N > 1).
+    child_env.setdefault("OMP_NUM_THREADS", "1")
+    child_env["PYTHONUNBUFFERED"] = "1"
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(torchrun_command(nproc, job_path), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
+            timed_out = False
+            try:
+                timed_out = _wait(proc, timeout_s, workdir, progress)
+            except BaseException:
+                tear_down(proc)
+                raise
+            if timed_out or proc.returncode != 0:
+                tear_down(proc)
+        log_tail = _tail(log_path)
+        ranks = read_rank_status(workdir)
+        return _outcome(proc.returncode, timed_out, timeout_s, workdir, ranks, log_tail, nproc)
+    finally:
+        if own_tmp is not None:
+            own_tmp.cleanup()
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, workdir: Path,
+          progress: Callable[[str, int, int], None] | None) -> bool:
+    """Wait for the launcher; True when the timeout expired first."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while True:
+        try:
+            proc.wait(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if progress is not None:
+            state = _read_json(workdir / "rank-0.json") or {}
+            current = (state.get("phase"), state.get("done"), state.get("total"))
+            if current != last and current[0] and current[2]:
+                progress(current[0], int(current[1] or 0), int(current[2]))
+                last = current
+        if time.monotonic() >= deadline:
+            return True
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux /proc; an empty list elsewhere)."""
+    children: dict[int, list[int]] = {}
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return []
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may contain spaces: the fields after the last ")".
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead for our purposes
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        return state != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def tear_down(proc: subprocess.Popen, grace_s: float = TERM_GRACE_S) -> None:
+    """Stop the launcher and every process it started: SIGTERM first, SIGKILL after `grace_s`."""
+    tree = descendants(proc.pid)
+    if proc.poll() is None:
+        try:
+            proc.send_signal(signal.SIGTERM)  # torchrun forwards it to its workers
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not any(_alive(p) for p in tree):
+            break
+        time.sleep(0.05)
+    tree = sorted(set(tree) | set(descendants(proc.pid)))
+    for pid in tree:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+    proc.wait()
+    # The workers were children of the launcher, which reaped them (or init does); wait for them to go.
+    deadline = time.monotonic() + grace_s
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def read_rank_status(workdir: Path) -> dict[int, dict[str, Any]]:
+    """Every rank's last status file, by rank."""
+    out = {}
+    for path in sorted(workdir.glob("rank-*.json")):
+        data = _read_json(path)
+        if data and isinstance(data.get("rank"), int):
+            out[data["rank"]] = data
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path, n_chars: int = 6000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-n_chars:].decode("utf-8", "replace")
+
+
+# torchrun's failure summary: "rank      : 1 (local_rank: 1)" ... "exitcode  : -9 (pid: 1234)" ...
+# "traceback : Signal 9 (SIGKILL) received by PID 1234". The first block is the root cause.
+_ROOT_CAUSE = re.compile(
+    r"Root Cause.*?rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+).*?traceback\s*:\s*(?P<tb>[^\n]*)",
+    re.S,
+)
+
+
+def parse_torchrun_failure(log: str) -> tuple[int, int, str] | None:
+    """(rank, exit code, reason) of the root-cause failure in torchrun's summary, or None."""
+    m = _ROOT_CAUSE.search(log)
+    if not m:
+        return None
+    return int(m.group("rank")), int(m.group("code")), m.group("tb").strip()
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir: Path,
+             ranks: dict[int, dict[str, Any]], log_tail: str, nproc: int) -> GroupOutcome:
+    result = _read_json(workdir / "result.json")
+    if not timed_out and returncode == 0 and result is not None:
+        return GroupOutcome("ok", result=result, ranks=ranks, returncode=0, log_tail=log_tail)
+
+    # A rank that reported its own error (Python exception, OOM) is the clearest cause.
+    reported = [r for r in sorted(ranks) if ranks[r].get("status") in ("error", "oom")]
+    if reported:
+        r = reported[0]
+        status = ranks[r]["status"]
+        error = f"rank {r} failed: {ranks[r].get('error') or 'no message'}"
+        return GroupOutcome(status, error=error, failed_rank=r, ranks=ranks, returncode=returncode,
+                            log_tail=log_tail)
+
+    if timed_out:
+        unfinished = [r for r in range(nproc) if ranks.get(r, {}).get("status") != "ok"]
+        detail = ", ".join(_where(r, ranks.get(r)) for r in unfinished) or "all ranks"
+        suspect = _least_progress(unfinished, ranks)
+        error = (f"timed out after {timeout_s:g} s; group torn down; ranks not finished: {detail}"
+                 + (f"; rank {suspect} made the least progress" if suspect is not None and len(unfinished) > 1
+                    else ""))
+        return GroupOutcome("timeout", error=error, failed_rank=suspect if suspect is not None else
+                            (unfinished[0] if unfinished else None), ranks=ranks, returncode=returncode,
+                            log_tail=log_tail)
+
+    parsed = parse_torchrun_failure(log_tail)
+    if parsed is not None:
+        r, code, reason = parsed
+        why = f"killed by {_signal_name(code)}" if code < 0 else f"exit code {code}"
+        where = _where(r, ranks.get(r))
+        error = f"rank {r} failed: {why} ({reason}); last seen in {where.split(' ', 2)[-1]}; group torn down"
+        return GroupOutcome("error", error=error, failed_rank=r, ranks=ranks, returncode=returncode,
+                            log_tail=log_tail)
+
+    last_line = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "")
+    error = f"the launcher exited with code {returncode} before the group finished: {last_line[:300]}"
+    return GroupOutcome("error", error=error, ranks=ranks, returncode=returncode, log_tail=log_tail)
+
+
+def _where(rank: int, status: dict[str, Any] | None) -> str:
+    if not status:
+        return f"rank {rank} (never started)"
+    phase = status.get("phase") or "?"
+    if status.get("total"):
+        return f"rank {rank} ({phase} {status.get('done', 0)}/{status['total']})"
+    return f"rank {rank} ({phase})"
+
+
+_PHASE_ORDER = {"starting": 0, "rendezvous": 1, "compile": 2, "warmup": 3, "measure": 4, "gather": 5}
+
+
+def _least_progress(ranks_list: list[int], ranks: dict[int, dict[str, Any]]) -> int | None:
+    if not ranks_list:
+        return None
+
+    def key(r: int):
+        s = ranks.get(r) or {}
+        return (_PHASE_ORDER.get(s.get("phase"), -1), s.get("repeat", 0), s.get("done", 0))
+
+    return min(ranks_list, key=key)
