@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+
 from _dist_helpers import dlbench, free_port
 from dlbench.cli.app import main
 from dlbench.errors import BadInput

@@ -48,6 +48,8 @@ def results_table(results: list[dict[str, Any]], title: str | None = None):
         batch = str(r.get("batch_size", "-"))
         if r.get("batch_size_search"):
             batch += " (auto)"
+        if (r.get("world_size") or 1) > 1:  # data-parallel: per-device batch x devices
+            batch += f" x{r['world_size']}"
         step = (r.get("step_time_s") or {}).get("median")
         table.add_row(
             workload,

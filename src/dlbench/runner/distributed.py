@@ -300,3 +300,74 @@ def destroy_process_group() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def parse_gpus(text: str | None) -> list[int] | str | None:
+    """`--gpus 1,2,4` -> [1, 2, 4]; `all` -> "all"; None -> None (one device, no DDP). BadInput otherwise."""
+    if text is None:
+        return None
+    if isinstance(text, list):
+        text = ",".join(str(v) for v in text)
+    value = str(text).strip().lower()
+    if value == "all":
+        return "all"
+    counts: list[int] = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise BadInput(f"--gpus takes device counts such as 1,2,4 or 'all', not {text!r}") from None
+        if n < 1:
+            raise BadInput(f"--gpus counts must be positive, got {n}")
+        if n not in counts:
+            counts.append(n)
+    if not counts:
+        raise BadInput(f"--gpus takes device counts such as 1,2,4 or 'all', not {text!r}")
+    return sorted(counts)
+
+
+def resolve_gpu_counts(gpus: list[int] | str | None, device: str, cuda_devices: list[dict[str, Any]]) -> list[int]:
+    """The device counts to measure on `device`, checked against the visible CUDA devices."""
+    if gpus is None:
+        return [1]
+    on_cuda = device.startswith("cuda")
+    if gpus == "all":
+        if not on_cuda:
+            raise BadInput("--gpus all needs CUDA GPUs; on the CPU give a number of processes, e.g. --gpus 1,2")
+        return [len(cuda_devices)]
+    if on_cuda:
+        too_many = [n for n in gpus if n > len(cuda_devices)]
+        if too_many:
+            raise BadInput(f"--gpus {max(too_many)} but only {len(cuda_devices)} CUDA device(s) are visible")
+    elif device == "mps" and any(n > 1 for n in gpus):
+        raise BadInput("--gpus above 1 needs CUDA (NCCL) or the CPU (gloo); MPS has no distributed backend")
+    return list(gpus)
+
+
+def global_batch_note(counts: list[int], device: str) -> str | None:
+    """The line `dlbench run --gpus` prints: per-device batch fixed, global batch grows."""
+    if all(n == 1 for n in counts):
+        return None
+    what = "GPUs" if device.startswith("cuda") else "processes"
+    return (f"data-parallel on {', '.join(map(str, counts))} {what} (DistributedDataParallel, one process per "
+            f"device): --batch-size is per device and stays fixed, so the global batch grows with the count "
+            f"(global batch = batch size x number of {what}); scaling efficiency = samples/s at N / "
+            f"(N x samples/s at 1).")
+
+
+def gpu_plan_notes(counts: list[int], device: str, cuda_devices: list[dict[str, Any]]) -> list[str]:
+    """Notes `dlbench run --gpus` prints before the run and stores: global batch, mixed GPU models."""
+    from dlbench.analysis.scaling import mixed_gpu_warning
+
+    notes = []
+    batch = global_batch_note(counts, device)
+    if batch:
+        notes.append(batch)
+    if device.startswith("cuda") and counts and max(counts) > 1:
+        warning = mixed_gpu_warning(d.get("name") for d in cuda_devices[: max(counts)])
+        if warning:
+            notes.append(f"warning: {warning}")
+    return notes

@@ -73,7 +73,9 @@ def run_group(job: dict[str, Any], nproc: int, timeout_s: float, workdir: Path |
     job_path = workdir / "job.json"
     write_json_atomic(job_path, job)
     log_path = workdir / "torchrun.log"
-    child_env = {**os.environ, **(env or {})}
+    from dlbench.runner.probe import child_env as base_env
+
+    child_env = {**base_env(), **(env or {})}
     # One thread per rank keeps N processes from oversubscribing the cores (torchrun's own default for N > 1).
     child_env.setdefault("OMP_NUM_THREADS", "1")
     child_env["PYTHONUNBUFFERED"] = "1"
@@ -301,3 +303,33 @@ def _least_progress(ranks_list: list[int], ranks: dict[int, dict[str, Any]]) -> 
         return (_PHASE_ORDER.get(s.get("phase"), -1), s.get("repeat", 0), s.get("done", 0))
 
     return min(ranks_list, key=key)
+
+
+def run_group_worker(config, timeout_s: float,
+                     on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The multi-process counterpart of `dlbench.runner.sweep.run_worker` for `config.world_size > 1`.
+
+    Returns the same outcome shape (`status`, `error`, `measurement`, `telemetry_reason`, `wall_time_s`) plus
+    `extra` (result keys: `nodes`, `ranks`, `ddp`, `failed_rank`) and `warnings` (e.g. mixed GPU models).
+    """
+    started = time.monotonic()
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if on_event is not None:
+            on_event({"event": "progress", "phase": phase, "done": done, "total": total})
+
+    job = {"kind": "measure", "config": config.to_dict(), "pg_timeout_s": timeout_s}
+    outcome = run_group(job, config.world_size, timeout_s, progress=progress)
+    extra: dict[str, Any] = {"failed_rank": outcome.failed_rank}
+    warnings: list[str] = []
+    measurement = None
+    telemetry_reason = None
+    if outcome.status == "ok":
+        measurement = dict(outcome.result)
+        extra.update({key: measurement.pop(key) for key in ("nodes", "ranks", "ddp") if key in measurement})
+        measurement.pop("world_size", None)
+        warnings = list(measurement.pop("warnings", None) or [])
+        telemetry_reason = measurement.pop("telemetry_reason", None)
+    return {"status": outcome.status, "error": outcome.error, "measurement": measurement,
+            "telemetry_reason": telemetry_reason, "extra": extra, "warnings": warnings,
+            "wall_time_s": time.monotonic() - started}

@@ -42,6 +42,7 @@ class StatusFile:
         self.path = status_dir / f"rank-{rank}.json"
         self.state: dict[str, Any] = {"rank": rank, "pid": os.getpid(), "phase": "starting", "status": "running"}
         self._last_write = 0.0
+        self.config = None
         self.write()
 
     def write(self, force: bool = True) -> None:
@@ -60,27 +61,33 @@ class StatusFile:
         self.update(force=finished or phase != self.state.get("phase"), phase=phase, done=done, total=total)
 
 
-def classify(exc: BaseException) -> tuple[str, str]:
-    """(status, one-line error) for an exception raised while measuring."""
+def classify(exc: BaseException, config=None) -> tuple[str, str]:
+    """(status, one-line error) for an exception raised while measuring (the runner's worker's wording)."""
     from dlbench.runner.distributed import RendezvousTimeout
+    from dlbench.runner.worker import is_oom, one_line, oom_message
 
-    name = type(exc).__name__
-    text = " ".join(str(exc).split())[:400]
-    if name == "OutOfMemoryError" or "out of memory" in text.lower():
-        return "oom", f"out of memory: {text[:200]} (try a smaller --batch-size or --batch-size auto)"
+    if config is not None and is_oom(exc):
+        return "oom", oom_message(config)
     if isinstance(exc, RendezvousTimeout):
-        return "error", text
-    return "error", f"{name}: {text}" if text else name
+        return "error", " ".join(str(exc).split())
+    return "error", one_line(exc)
 
 
 def _measure(job: dict[str, Any], dist_env, status: StatusFile) -> Any:
     from dlbench.runner.config import RunConfig
-    from dlbench.runner.distributed import measure_distributed
+    from dlbench.runner.distributed import measure_distributed, rank_device
+    from dlbench.runner.worker import create_sampler
 
     config = RunConfig.from_dict(job["config"])
+    status.config = config
+    sampler, telemetry_reason = None, "telemetry is sampled on rank 0 only"
+    if dist_env.is_main:  # one sampler, for rank 0's device: the group's pace is set by every device alike
+        sampler, telemetry_reason = create_sampler(rank_device(dist_env, config.device))
     status.update(phase="rendezvous")
-    return measure_distributed(config, dist_env, progress=status.progress,
-                               timeout_s=float(job.get("pg_timeout_s") or 600))
+    combined = measure_distributed(config, dist_env, progress=status.progress, sampler=sampler,
+                                   timeout_s=float(job.get("pg_timeout_s") or 600))
+    combined["telemetry_reason"] = telemetry_reason if combined.get("telemetry") is None else None
+    return combined
 
 
 def _comm(job: dict[str, Any], dist_env, status: StatusFile) -> Any:
@@ -114,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             write_json_atomic(Path(job["result_path"]), result)
         status.update(status="ok", phase="done")
     except BaseException as exc:  # noqa: BLE001 - recorded for the parent, then the rank exits non-zero
-        state, message = classify(exc)
+        state, message = classify(exc, status.config)
         status.update(status=state, error=message)
         print(f"rank {dist_env.rank}: {message}", file=sys.stderr)
         os._exit(1)  # skip interpreter teardown: other ranks may hold this one in a collective
