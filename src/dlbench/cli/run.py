@@ -161,7 +161,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         out.print(results_table(results, title=title))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False)
-        if any(r.get("world_size", 1) > 1 for r in results):
+        if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
             from dlbench.report.scaling_table import scaling_table
 
             out.print(scaling_table(results))

@@ -144,7 +144,6 @@ def one_line_safe(exc: BaseException) -> str:
 
 def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
     from dlbench.cli.run import EXIT_FAILED, FAILED_STATUSES
-    from dlbench.report.scaling_table import scaling_table
     from dlbench.report.table import result_messages, results_table
 
     nodes = max((r.get("nodes") or 1 for r in results), default=1)
@@ -153,7 +152,5 @@ def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
         out.print(results_table(results, title=title))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False)
-        if any(r.get("status") == "ok" for r in results):
-            out.print(scaling_table(results))
     err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
     return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0

@@ -76,8 +76,11 @@ def run_group(job: dict[str, Any], nproc: int, timeout_s: float, workdir: Path |
     from dlbench.runner.probe import child_env as base_env
 
     child_env = {**base_env(), **(env or {})}
-    # One thread per rank keeps N processes from oversubscribing the cores (torchrun's own default for N > 1).
-    child_env.setdefault("OMP_NUM_THREADS", "1")
+    device = str(job.get("device") or job.get("config", {}).get("device") or "cpu")
+    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        # CPU ranks share the cores: each gets its part, so N processes together use what one process would
+        # (torchrun would give each a single thread). On GPUs torchrun's default of 1 thread stays.
+        child_env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
     child_env["PYTHONUNBUFFERED"] = "1"
     try:
         with open(log_path, "wb") as log:
@@ -219,20 +222,35 @@ def _tail(path: Path, n_chars: int = 6000) -> str:
     return data[-n_chars:].decode("utf-8", "replace")
 
 
-# torchrun's failure summary: "rank      : 1 (local_rank: 1)" ... "exitcode  : -9 (pid: 1234)" ...
-# "traceback : Signal 9 (SIGKILL) received by PID 1234". The first block is the root cause.
-_ROOT_CAUSE = re.compile(
-    r"Root Cause.*?rank\s*:\s*(?P<rank>\d+).*?exitcode\s*:\s*(?P<code>-?\d+).*?traceback\s*:\s*(?P<tb>[^\n]*)",
+# torchrun's failure summary has one block per failed rank: "rank      : 1 (local_rank: 1)" ...
+# "exitcode  : -9 (pid: 1234)" ... "traceback : Signal 9 (SIGKILL) received by PID 1234"; the block after
+# "Root Cause" is the first failure torchrun observed.
+_FAILURE_BLOCK = re.compile(
+    r"rank\s*:\s*(?P<rank>\d+) \(local_rank.*?exitcode\s*:\s*(?P<code>-?\d+).*?traceback\s*:\s*(?P<tb>[^\n]*)",
     re.S,
 )
+# A rank whose peer died reports a broken connection; that is a consequence, not the cause.
+_PEER_LOSS = ("closed by peer", "reset by peer", "remote worker", "broken pipe", "communicator was aborted",
+              "socket timeout", "distnetworkerror", "connection refused", "watchdog caught collective")
 
 
-def parse_torchrun_failure(log: str) -> tuple[int, int, str] | None:
-    """(rank, exit code, reason) of the root-cause failure in torchrun's summary, or None."""
-    m = _ROOT_CAUSE.search(log)
-    if not m:
-        return None
-    return int(m.group("rank")), int(m.group("code")), m.group("tb").strip()
+def parse_torchrun_failures(log: str) -> tuple[dict[int, tuple[int, str]], int | None]:
+    """({rank: (exit code, reason)}, root-cause rank) from torchrun's failure summary (empty when absent)."""
+    failures: dict[int, tuple[int, str]] = {}
+    root = None
+    head, _, root_part = log.rpartition("Root Cause")
+    for m in _FAILURE_BLOCK.finditer(log):
+        failures[int(m.group("rank"))] = (int(m.group("code")), m.group("tb").strip())
+    if root_part and head:
+        m = _FAILURE_BLOCK.search(root_part)
+        if m:
+            root = int(m.group("rank"))
+    return failures, root
+
+
+def _is_peer_loss(message: str | None) -> bool:
+    text = (message or "").lower()
+    return any(key in text for key in _PEER_LOSS)
 
 
 def _signal_name(code: int) -> str:
@@ -248,47 +266,64 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     if not timed_out and returncode == 0 and result is not None:
         return GroupOutcome("ok", result=result, ranks=ranks, returncode=0, log_tail=log_tail)
 
-    # A rank that reported its own error (Python exception, OOM) is the clearest cause.
-    reported = [r for r in sorted(ranks) if ranks[r].get("status") in ("error", "oom")]
-    if reported:
-        r = reported[0]
-        status = ranks[r]["status"]
-        error = f"rank {r} failed: {ranks[r].get('error') or 'no message'}"
-        return GroupOutcome(status, error=error, failed_rank=r, ranks=ranks, returncode=returncode,
+    def fail(status: str, error: str, rank: int | None) -> GroupOutcome:
+        return GroupOutcome(status, error=error, failed_rank=rank, ranks=ranks, returncode=returncode,
                             log_tail=log_tail)
+
+    failures, root = parse_torchrun_failures(log_tail)
+    reported = {r: s for r, s in ranks.items() if s.get("status") in ("error", "oom")}
+
+    # 1. A rank that reported its own failure (an exception, out of memory) is the clearest cause.
+    own = [r for r in sorted(reported) if not _is_peer_loss(reported[r].get("error"))]
+    if own:
+        r = own[0]
+        return fail(reported[r]["status"], f"rank {r} failed: {reported[r].get('error') or 'no message'}", r)
+
+    # 2. A rank killed by a signal (SIGKILL, SIGSEGV...): the others only lost their connection to it.
+    signalled = [r for r in sorted(failures) if failures[r][0] < 0]
+    if signalled:
+        r = root if root in signalled else signalled[0]
+        code, reason = failures[r]
+        return fail("error", f"rank {r} failed: killed by {_signal_name(code)} ({reason}) during "
+                             f"{_phase(ranks.get(r))}; the group was torn down", r)
+
+    # 3. A rank that exited without a report while its peers lost their connection to it.
+    silent = [r for r in range(nproc) if ranks.get(r, {}).get("status") == "running"]
+    if reported and silent and not timed_out:
+        r = silent[0]
+        code = failures.get(r, (returncode, ""))[0]
+        return fail("error", f"rank {r} failed: exited with code {code} without a report during "
+                             f"{_phase(ranks.get(r))}; the group was torn down", r)
 
     if timed_out:
         unfinished = [r for r in range(nproc) if ranks.get(r, {}).get("status") != "ok"]
         detail = ", ".join(_where(r, ranks.get(r)) for r in unfinished) or "all ranks"
         suspect = _least_progress(unfinished, ranks)
-        error = (f"timed out after {timeout_s:g} s; group torn down; ranks not finished: {detail}"
-                 + (f"; rank {suspect} made the least progress" if suspect is not None and len(unfinished) > 1
-                    else ""))
-        return GroupOutcome("timeout", error=error, failed_rank=suspect if suspect is not None else
-                            (unfinished[0] if unfinished else None), ranks=ranks, returncode=returncode,
-                            log_tail=log_tail)
+        hint = f"; rank {suspect} made the least progress" if suspect is not None and len(unfinished) > 1 else ""
+        return fail("timeout", f"timed out after {timeout_s:g} s (group torn down); ranks not finished: "
+                               f"{detail}{hint}", suspect)
 
-    parsed = parse_torchrun_failure(log_tail)
-    if parsed is not None:
-        r, code, reason = parsed
-        why = f"killed by {_signal_name(code)}" if code < 0 else f"exit code {code}"
-        where = _where(r, ranks.get(r))
-        error = f"rank {r} failed: {why} ({reason}); last seen in {where.split(' ', 2)[-1]}; group torn down"
-        return GroupOutcome("error", error=error, failed_rank=r, ranks=ranks, returncode=returncode,
-                            log_tail=log_tail)
-
+    if root is not None:
+        code, reason = failures[root]
+        return fail("error", f"rank {root} failed: exit code {code} ({reason}); the group was torn down", root)
+    if reported:
+        r = sorted(reported)[0]
+        return fail(reported[r]["status"], f"rank {r} failed: {reported[r].get('error')}", r)
     last_line = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "")
-    error = f"the launcher exited with code {returncode} before the group finished: {last_line[:300]}"
-    return GroupOutcome("error", error=error, ranks=ranks, returncode=returncode, log_tail=log_tail)
+    return fail("error", f"the launcher exited with code {returncode} before the group finished: "
+                         f"{last_line[:300]}", None)
+
+
+def _phase(status: dict[str, Any] | None) -> str:
+    """Where a rank was: "measure 3/10", "rendezvous", "never started"."""
+    if not status:
+        return "never started"
+    phase = status.get("phase") or "?"
+    return f"{phase} {status.get('done', 0)}/{status['total']}" if status.get("total") else phase
 
 
 def _where(rank: int, status: dict[str, Any] | None) -> str:
-    if not status:
-        return f"rank {rank} (never started)"
-    phase = status.get("phase") or "?"
-    if status.get("total"):
-        return f"rank {rank} ({phase} {status.get('done', 0)}/{status['total']})"
-    return f"rank {rank} ({phase})"
+    return f"rank {rank} ({_phase(status)})"
 
 
 _PHASE_ORDER = {"starting": 0, "rendezvous": 1, "compile": 2, "warmup": 3, "measure": 4, "gather": 5}
@@ -318,7 +353,9 @@ def run_group_worker(config, timeout_s: float,
         if on_event is not None:
             on_event({"event": "progress", "phase": phase, "done": done, "total": total})
 
-    job = {"kind": "measure", "config": config.to_dict(), "pg_timeout_s": timeout_s}
+    # Collectives may block longer than the configuration's timeout, so that a hung rank is handled by the
+    # parent's tear-down (which reports every rank's progress) rather than by one rank's collective error.
+    job = {"kind": "measure", "config": config.to_dict(), "pg_timeout_s": timeout_s + 60}
     outcome = run_group(job, config.world_size, timeout_s, progress=progress)
     extra: dict[str, Any] = {"failed_rank": outcome.failed_rank}
     warnings: list[str] = []
