@@ -51,6 +51,7 @@ def test_cli_bad_input_exits_2(args, capsys):
     assert "error:" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_two_cpu_processes_report_bandwidths():
     proc = dlbench("comm", "--device", "cpu", "--gpus", "2", "--sizes", "4K..16K", "--iters", "3",
                    "--warmup", "1", "--json")
