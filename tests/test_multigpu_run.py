@@ -101,3 +101,27 @@ def test_killed_and_hung_ranks_tear_the_group_down(isolated_home, tmp_path):
     assert "rank 1 (measure" in hung["error"]
     time.sleep(0.5)
     assert processes_with(marker) == [], "processes left behind"
+
+
+def test_missing_node_rendezvous_times_out(isolated_home):
+    # torchrun's own rendezvous gives up after join_timeout when the second node never comes; nothing stored.
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
+                           "--rdzv-id", uuid.uuid4().hex[:8], "--rdzv-conf", "join_timeout=3",
+                           "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS],
+                          capture_output=True, text=True, timeout=120, env=_env(isolated_home))
+    assert proc.returncode != 0
+    assert "RendezvousTimeoutError" in proc.stderr
+    assert time.monotonic() - started < 60
+    assert not (isolated_home / "results").exists() or _stored(isolated_home) == []
+
+
+def test_run_joined_missing_rank_gives_clear_error(isolated_home):
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
+                           "--timeout", "2", *STEPS], capture_output=True, text=True, timeout=120,
+                          env=_env(isolated_home, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0",
+                                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())))
+    assert proc.returncode == 1, proc.stderr
+    assert "could not join the process group" in proc.stderr and "check that every node was started" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -339,6 +339,9 @@ def resolve_gpu_counts(gpus: list[int] | str | None, device: str, cuda_devices: 
             raise BadInput("--gpus all needs CUDA GPUs; on the CPU give a number of processes, e.g. --gpus 1,2")
         return [len(cuda_devices)]
     if on_cuda:
+        if ":" in device and device != "cuda:0" and max(gpus) > 1:
+            raise BadInput(f"--device {device} with --gpus: data-parallel runs use cuda:0..cuda:N-1; choose the GPUs "
+                           "with CUDA_VISIBLE_DEVICES instead")
         too_many = [n for n in gpus if n > len(cuda_devices)]
         if too_many:
             raise BadInput(f"--gpus {max(too_many)} but only {len(cuda_devices)} CUDA device(s) are visible")
