@@ -12,7 +12,6 @@ import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -39,6 +38,21 @@ def parse_since(text: str | None) -> datetime | None:
         raise BadInput(f"--since {text!r}: expected a date such as 2026-01-31 or a time such as "
                        "2026-01-31T14:00") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _row(table, *cells: str) -> None:
+    """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
+    from rich.text import Text
+
+    table.add_row(*(Text(cell) for cell in cells))
+
+
+def _table_console():
+    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 200)
+    return out
 
 
 def _open(db: str | None):
@@ -85,8 +99,8 @@ def _results_table(doc: dict):
         spread = "-" if step.get("p5") is None or step.get("p95") is None else \
             f"{step['p5'] * 1e3:.1f}-{step['p95'] * 1e3:.1f}"
         status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
-        table.add_row(
-            r["workload"], r["precision"], r["compile"],
+        _row(
+            table, r["workload"], r["precision"], r["compile"],
             _batch_text(r),
             "-" if r.get("seq_len") is None else str(r["seq_len"]),
             _num(r.get("samples_per_s")), _num(r.get("cv"), 100.0), _num(step.get("median"), 1e3, 2), spread,
@@ -107,15 +121,15 @@ def _environment_table(doc: dict):
     for g, gpu in enumerate(gpus):
         memory = "" if gpu.get("memory_bytes") is None else f", {gpu['memory_bytes'] / 1e9:.1f} GB"
         cc = "" if gpu.get("compute_capability") is None else f", compute capability {gpu['compute_capability']}"
-        table.add_row(f"gpu {g}", f"{gpu['name']}{memory}{cc}")
+        _row(table, f"gpu {g}", f"{gpu['name']}{memory}{cc}")
     if not gpus:
-        table.add_row("gpus", "none")
+        _row(table, "gpus", "none")
     for key, value in env.items():
         if key == "gpus":
             continue
         if key == "memory_bytes" and value is not None:
             key, value = "memory", f"{value / 1e9:.1f} GB"
-        table.add_row(key, "-" if value is None else str(value))
+        _row(table, key, "-" if value is None else str(value))
     return table
 
 
@@ -154,14 +168,14 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("list")
     def list_cmd(
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
+        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
                                           "text (case-insensitive), e.g. H100."),
-        workload: Optional[str] = typer.Option(None, "--workload", help="Only runs with a workload whose name "
+        workload: str | None = typer.Option(None, "--workload", help="Only runs with a workload whose name "
                                                "contains this text, e.g. resnet50 or bert."),
-        since: Optional[str] = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
+        since: str | None = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
                                             "this date or time (ISO 8601, UTC unless a zone is given)."),
         as_json: bool = json_option(),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """List stored runs, newest first."""
         since_dt = parse_since(since)
@@ -180,17 +194,17 @@ def register(app: typer.Typer) -> None:
         for header in ("run id", "created (UTC)", "host", "GPU", "results ok/all", "workloads", "dlbench"):
             table.add_column(header)
         for run in found:
-            table.add_row(run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
+            _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
                           ", ".join(run["workloads"]), run["dlbench_version"])
-        console().print(table)
+        _table_console().print(table)
 
     @results_app.command("show")
     def show_cmd(
         run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
         as_json: bool = typer.Option(False, "--json", help="Print the full result document as JSON, including "
                                      "every raw step time."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Show one run: its environment and a table of its results."""
         with _open(db) as store:
@@ -198,7 +212,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(doc)
             return
-        out = console()
+        out = _table_console()
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
                   f"dlbench {doc['dlbench_version']}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
@@ -207,13 +221,13 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("export")
     def export_cmd(
-        runs: Optional[list[str]] = typer.Argument(None, metavar="[RUN_ID]...", help="Runs to export (ids, "
+        runs: list[str] | None = typer.Argument(None, metavar="[RUN_ID]...", help="Runs to export (ids, "
                                                    "unique prefixes or 'latest'); all runs when none is given."),
         fmt: ExportFormat = typer.Option(ExportFormat.csv, "--format", help="Output format: csv (one row per "
                                          "result) or json (a list of the same rows)."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of "
+        output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of "
                                               "standard output."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Export results as flat rows, one per result, with units in the column names."""
         with _open(db) as store:
@@ -225,7 +239,7 @@ def register(app: typer.Typer) -> None:
         sources: list[Path] = typer.Argument(..., metavar="PATH...", help="Result documents (JSON) or folders "
                                              "of them."),
         as_json: bool = json_option(),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Import result documents; all files are validated first and nothing is imported if one is bad."""
         with _open(db) as store:
@@ -242,7 +256,7 @@ def register(app: typer.Typer) -> None:
     def delete_cmd(
         run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
         yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking for confirmation."),
-        db: Optional[str] = db_option(),
+        db: str | None = db_option(),
     ) -> None:
         """Delete a stored run (database row and its JSON copy in the data directory)."""
         with _open(db) as store:

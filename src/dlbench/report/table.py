@@ -22,24 +22,24 @@ def _throughput(value: float | None) -> str:
 
 
 def results_table(results: list[dict[str, Any]], title: str | None = None):
-    """A rich Table with one row per result."""
+    """A rich Table with one row per result: step ms is the median step time, mem GB the peak memory
+    (10^9 bytes), TFLOP/s the achieved rate (samples/s x FLOPs per sample)."""
     from rich.table import Table
 
     table = Table(title=title, header_style="bold", title_justify="left")
-    table.add_column("workload")
-    table.add_column("precision")
-    table.add_column("compile")
-    table.add_column("batch", justify="right")
-    table.add_column("samples/s", justify="right")
-    table.add_column("CV", justify="right")
-    table.add_column("step ms\n(median)", justify="right")
-    table.add_column("peak mem\nGB", justify="right")
-    table.add_column("TFLOP/s", justify="right")
-    table.add_column("status")
+    table.add_column("workload", no_wrap=True)
+    table.add_column("precision", no_wrap=True)
+    table.add_column("compile", no_wrap=True)
+    table.add_column("batch", justify="right", no_wrap=True)
+    table.add_column("samples/s", justify="right", no_wrap=True)
+    table.add_column("CV", justify="right", no_wrap=True)
+    table.add_column("step ms", justify="right", no_wrap=True)  # median
+    table.add_column("mem GB", justify="right", no_wrap=True)  # peak, 10^9 bytes
+    table.add_column("TFLOP/s", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for r in results:
         status = r.get("status", "?")
         style = STATUS_STYLE.get(status, "")
-        unit = r.get("unit")
         workload = r.get("workload", "?")
         if r.get("seq_len"):
             workload = f"{workload} ({r['seq_len']})"
@@ -56,7 +56,7 @@ def results_table(results: list[dict[str, Any]], title: str | None = None):
             r.get("precision", "?"),
             r.get("compile", "?"),
             batch,
-            _throughput(r.get("samples_per_s")) + (f" {unit}" if unit and r.get("samples_per_s") else ""),
+            _throughput(r.get("samples_per_s")),
             _fmt(r.get("cv"), ".1%"),
             _fmt(step, ".1f", 1e3),
             _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),

@@ -89,6 +89,7 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         "flops_per_sample": m.get("flops_per_sample"),
         "precision_flags": m.get("precision_flags"),
         "telemetry": m.get("telemetry"),
+        "warnings": list(m.get("warnings") or []),
     }
     if repeats and all(repeats):
         stats = summarize(repeats, batch_size, config.world_size)
@@ -96,7 +97,7 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         out["samples_per_s_repeats"] = list(stats["samples_per_s_repeats"])
         out["cv"] = stats["cv"]
         out["step_time_s"] = {key: stats["step_time_s"][key] for key in STEP_TIME_KEYS}
-        out["warnings"] = list(stats.get("warnings", []))
+        out["warnings"] = [*stats.get("warnings", []), *out["warnings"]]
         if out["flops_per_sample"] is not None and out["samples_per_s"] is not None:
             out["achieved_flops_per_s"] = out["samples_per_s"] * out["flops_per_sample"]
     return out

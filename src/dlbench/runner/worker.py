@@ -118,6 +118,9 @@ def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
         measurement = measure(config, progress=pipe.progress, sampler=sampler)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a status
         traceback.print_exc()
+        if type(exc).__name__ == "UnsupportedConfig":  # measure() re-checks capabilities on the device
+            return {"status": "skipped", "error": str(exc), "measurement": None,
+                    "telemetry_reason": telemetry_reason}
         if is_oom(exc):
             return {"status": "oom", "error": oom_message(config), "measurement": None,
                     "telemetry_reason": telemetry_reason}

@@ -1,9 +1,10 @@
 """Database connection, transactions and migrations (`dlbench results list --db sqlite:///tmp/x.db` opens one).
 
-- `connect(url)` creates a SQLAlchemy engine. For SQLite it turns on WAL (readers never block the writer), a
-  busy timeout, and real transactions: the driver is put in autocommit mode and dlbench emits `BEGIN` itself
-  (`BEGIN IMMEDIATE` for writes, so that a writer waits for the lock up front instead of failing half-way), as
-  the SQLAlchemy documentation recommends for pysqlite. That also makes schema changes transactional.
+- `connect(url)` creates a SQLAlchemy engine. For SQLite it sets a busy timeout and real transactions: the
+  driver is put in autocommit mode and dlbench emits `BEGIN` itself (`BEGIN IMMEDIATE` for writes, so that a
+  writer waits for the lock up front instead of failing half-way), as the SQLAlchemy documentation recommends
+  for pysqlite. That also makes schema changes transactional. WAL mode (readers never block the writer) is
+  switched on by `migrate`, once the file is known to be empty or dlbench's.
 - `transaction(engine, write=...)` is one all-or-nothing transaction; `retry_locked(fn)` runs it again when
   SQLite still reports "database is locked" after the busy timeout (two `dlbench run` at once).
 - `migrate(engine, label)` brings the schema to the newest Alembic revision; it runs every time a store is
@@ -25,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from dlbench.errors import BadInput, DataError
+from dlbench.store.schema import HEAD_REVISION
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BUSY_TIMEOUT_S = 30.0  # how long SQLite waits for another writer before reporting "locked"
@@ -69,7 +71,6 @@ def _setup_sqlite(engine: sa.Engine) -> None:
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA foreign_keys = ON")
         finally:
             cursor.close()
@@ -152,10 +153,11 @@ def script_directory():
     return ScriptDirectory.from_config(_alembic_config())
 
 
-def current_revisions(conn: sa.Connection, label: str, known: set[str]) -> set[str]:
-    """The revisions the database is at (empty for an empty database). Refuses foreign and newer databases."""
-    from alembic.runtime.migration import MigrationContext
+def current_revisions(conn: sa.Connection, label: str) -> set[str]:
+    """The revisions the database is at (empty for an empty database); a foreign database → `DataError`.
 
+    Plain SQL on Alembic's `alembic_version` table, so that opening a current database never imports Alembic.
+    """
     tables = set(sa.inspect(conn).get_table_names())
     if not tables:
         return set()
@@ -163,30 +165,52 @@ def current_revisions(conn: sa.Connection, label: str, known: set[str]) -> set[s
         names = ", ".join(sorted(tables)[:5])
         raise DataError(f"{label}: not a dlbench database (it has tables {names} but no dlbench schema "
                         "version); it was left untouched: choose another with --db / DLBENCH_DB")
-    current = set(MigrationContext.configure(conn).get_current_heads())
+    version = sa.table("alembic_version", sa.column("version_num"))
+    return set(conn.execute(sa.select(version.c.version_num)).scalars())
+
+
+def _check_known(current: set[str], known: set[str], label: str) -> None:
     unknown = current - known
     if unknown:
         raise DataError(f"{label}: the database schema is at revision {', '.join(sorted(unknown))}, which this "
                         "dlbench does not know (written by a newer dlbench?); upgrade dlbench to use it")
-    return current
+
+
+def _enable_wal(engine: sa.Engine) -> None:
+    raw = engine.raw_connection()  # outside any transaction: SQLite cannot change journal mode inside one
+    dbapi = engine.dialect.dbapi
+    try:
+        raw.driver_connection.execute("PRAGMA journal_mode = WAL")
+    except dbapi.Error as exc:  # as SQLAlchemy would wrap it, so that retries and messages apply
+        raise sa.exc.DBAPIError.instance("PRAGMA journal_mode = WAL", None, exc, dbapi.Error) from exc
+    finally:
+        raw.close()
 
 
 def migrate(engine: sa.Engine, label: str) -> None:
     """Upgrade the schema to the newest revision in one transaction (no-op when already there)."""
-    from alembic import command
-
-    script = script_directory()
-    known = {rev.revision for rev in script.walk_revisions()}
-    heads = set(script.get_heads())
     with database_errors(label):
         with transaction(engine) as conn:
-            if current_revisions(conn, label, known) == heads:
-                return
+            current = current_revisions(conn, label)
+        # Only now that the file is known to be empty or dlbench's: WAL lets readers run beside a writer.
+        # The mode is stored in the file, so this changes nothing after the first time.
+        if engine.dialect.name == "sqlite":
+            retry_locked(lambda: _enable_wal(engine))
+        if current == {HEAD_REVISION}:
+            return
+        from alembic import command
+
+        script = script_directory()
+        known = {rev.revision for rev in script.walk_revisions()}
+        _check_known(current, known, label)
+        heads = set(script.get_heads())
 
         def upgrade() -> None:
             with transaction(engine, write=True) as conn:
                 # Checked again under the write lock: another process may have migrated meanwhile.
-                if current_revisions(conn, label, known) != heads:
+                now = current_revisions(conn, label)
+                _check_known(now, known, label)
+                if now != heads:
                     command.upgrade(_alembic_config(conn), "head")
 
         retry_locked(upgrade)

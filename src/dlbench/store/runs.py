@@ -29,11 +29,6 @@ _HEX_RE = re.compile(r"^[0-9a-f]+$")
 MAX_CANDIDATES = 10  # ambiguous prefixes list at most this many runs
 
 
-def _normalized(doc: dict) -> Any:
-    """`doc` as it reads back from JSON (for comparing a stored run with a new copy)."""
-    return json.loads(rows.dumps(doc))
-
-
 class Store:
     """A results database. Use `open_store()`; close it (or use `with`) when done."""
 
@@ -70,8 +65,13 @@ class Store:
             return db.retry_locked(attempt)
 
     def _read(self, fn):
-        with db.database_errors(self.label), db.transaction(self.engine) as conn:
-            return fn(conn)
+        """Run `fn(conn)` in one read transaction (a consistent snapshot); DB errors → DataError."""
+        def attempt():
+            with db.transaction(self.engine) as conn:
+                return fn(conn)
+
+        with db.database_errors(self.label):
+            return db.retry_locked(attempt)
 
     # -- writing ---------------------------------------------------------------------------------------
 
@@ -103,11 +103,16 @@ class Store:
         Saving the same document again changes nothing. Saving a different document with the same run_id
         replaces the stored one, so that a run may be saved as it progresses (the last save wins).
         """
+        try:  # the document as it reads back from JSON: tuples become lists, as in the file
+            doc = json.loads(rows.dumps(doc))
+        except (TypeError, ValueError) as exc:
+            validate_document(doc)  # names the offending key when it can (e.g. a NaN)
+            raise DataError(f"result document is not valid JSON: {exc}") from None
         doc = validate_document(doc)
         run_id = doc["run_id"]
         # The JSON file first: if the database is unusable, the measurement is still on disk (importable).
         write_json_atomic(paths.results_dir() / f"{run_id}.json", doc)
-        new = _normalized(doc)
+        new = doc
 
         def save(conn: sa.Connection) -> None:
             stored = self._stored_document(conn, run_id)
@@ -146,7 +151,7 @@ class Store:
                 errors.append(exc.format_message())
                 continue
             earlier = docs.get(doc["run_id"])
-            if earlier is not None and _normalized(earlier[1]) != _normalized(doc):
+            if earlier is not None and earlier[1] != doc:
                 errors.append(f"{file}: run {doc['run_id']} also comes from {earlier[0]} with different content")
             elif earlier is None:
                 docs[doc["run_id"]] = (file, doc)
@@ -162,7 +167,7 @@ class Store:
                 if stored is None:
                     self._insert(conn, doc, now)
                     imported.append(run_id)
-                elif stored == _normalized(doc):
+                elif stored == doc:  # both as read from JSON
                     skipped.append(run_id)
                 else:
                     raise DataError(f"{file}: run {run_id} is already stored with different content; nothing "
