@@ -287,7 +287,6 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
         wrap_model=ddp_wrapper(device, config.compile),
         sync=barrier(device),
     )
-    measurement["ddp"] = ddp_options(config.compile)
     per_rank = gather_object({"env": rank_environment(dist_env, device), "measurement": measurement})
     combined = combine_ranks(per_rank, dist_env.world_size)
     combined["ddp"] = ddp_options(config.compile)
