@@ -92,6 +92,8 @@ def run_group(job: dict[str, Any], nproc: int, timeout_s: float, workdir: Path |
             except BaseException:
                 tear_down(proc)
                 raise
+            if timed_out:
+                dump_stacks(workdir)
             if timed_out or proc.returncode != 0:
                 tear_down(proc)
         log_tail = _tail(log_path)
@@ -121,6 +123,37 @@ def _wait(proc: subprocess.Popen, timeout_s: float, workdir: Path,
                 last = current
         if time.monotonic() >= deadline:
             return True
+
+
+def dump_stacks(workdir: Path, wait_s: float = 1.0) -> None:
+    """Ask every rank still running for its Python stack (SIGUSR1 -> faulthandler, see rank_worker)."""
+    sent = False
+    for status in read_rank_status(workdir).values():
+        pid = status.get("pid")
+        if isinstance(pid, int) and status.get("status") == "running" and _alive(pid):
+            try:
+                os.kill(pid, signal.SIGUSR1)
+                sent = True
+            except (ProcessLookupError, PermissionError):
+                pass
+    if sent:
+        time.sleep(wait_s)
+
+
+# A stack whose innermost frame is inside these torch modules is waiting on the other ranks (a collective in
+# backward, a barrier, an all_gather); anywhere else (the model, user code, a sleep) the rank is stuck itself.
+_WAITING_IN = ("torch/distributed/", "torch/autograd/", "torch/nn/parallel/")
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
+
+
+def innermost_frame(workdir: Path, rank: int) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost frame in a rank's stack dump, or None."""
+    try:
+        text = (workdir / f"stack-{rank}.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    m = _FRAME.search(text)
+    return (m.group("file"), int(m.group("line")), m.group("func")) if m else None
 
 
 def descendants(pid: int) -> list[int]:
@@ -298,8 +331,8 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     if timed_out:
         unfinished = [r for r in range(nproc) if ranks.get(r, {}).get("status") != "ok"]
         detail = ", ".join(_where(r, ranks.get(r)) for r in unfinished) or "all ranks"
-        suspect = _least_progress(unfinished, ranks)
-        hint = f"; rank {suspect} made the least progress" if suspect is not None and len(unfinished) > 1 else ""
+        suspect, why = _hang_suspect(unfinished, ranks, workdir)
+        hint = f"; {why}" if why else ""
         return fail("timeout", f"timed out after {timeout_s:g} s (group torn down); ranks not finished: "
                                f"{detail}{hint}", suspect)
 
@@ -329,15 +362,35 @@ def _where(rank: int, status: dict[str, Any] | None) -> str:
 _PHASE_ORDER = {"starting": 0, "rendezvous": 1, "compile": 2, "warmup": 3, "measure": 4, "gather": 5}
 
 
-def _least_progress(ranks_list: list[int], ranks: dict[int, dict[str, Any]]) -> int | None:
-    if not ranks_list:
-        return None
+def _hang_suspect(unfinished: list[int], ranks: dict[int, dict[str, Any]],
+                  workdir: Path) -> tuple[int | None, str | None]:
+    """(rank, explanation) of the rank that hung a timed-out group, or (None, None) when it cannot be told.
+
+    First by progress: a rank behind all others. Then by stack: the only rank not waiting inside torch's
+    collectives (its innermost frame is in the model or user code).
+    """
+    if len(unfinished) <= 1:
+        return (unfinished[0], None) if unfinished else (None, None)
 
     def key(r: int):
         s = ranks.get(r) or {}
-        return (_PHASE_ORDER.get(s.get("phase"), -1), s.get("repeat", 0), s.get("done", 0))
+        return (_PHASE_ORDER.get(s.get("phase"), -1), s.get("done", 0))
 
-    return min(ranks_list, key=key)
+    keys = {r: key(r) for r in unfinished}
+    lowest = min(keys.values())
+    behind = [r for r in unfinished if keys[r] == lowest]
+    if len(behind) == 1:
+        return behind[0], f"rank {behind[0]} made the least progress"
+    stuck = []
+    for r in behind:
+        frame = innermost_frame(workdir, r)
+        if frame is not None and not any(part in frame[0].replace(os.sep, "/") for part in _WAITING_IN):
+            stuck.append((r, frame))
+    if len(stuck) == 1:
+        r, (file, line, func) = stuck[0]
+        return r, (f"rank {r} was stuck in {func} ({Path(file).name}:{line}) while the others waited for it in "
+                   "a collective")
+    return None, None
 
 
 def run_group_worker(config, timeout_s: float,

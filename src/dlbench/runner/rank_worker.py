@@ -35,6 +35,22 @@ def set_parent_death_signal() -> None:
         pass
 
 
+def register_stack_dump(status_dir: Path, rank: int):
+    """On SIGUSR1, write this rank's Python stack to `stack-<rank>.txt` (faulthandler: no cost until then).
+
+    The parent sends it to every rank of a group that timed out, to tell the rank stuck in its own code from the
+    ranks waiting for it in a collective.
+    """
+    import faulthandler
+    import signal
+
+    if not hasattr(signal, "SIGUSR1"):
+        return None
+    handle = open(status_dir / f"stack-{rank}.txt", "w")  # noqa: SIM115 - stays open for the process lifetime
+    faulthandler.register(signal.SIGUSR1, file=handle, all_threads=False)
+    return handle
+
+
 class StatusFile:
     """This rank's status file; rewritten atomically, at most every 0.2 s for progress updates."""
 
@@ -114,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print("dlbench.runner.rank_worker must be started by torch.distributed.run", file=sys.stderr)
         return 2
     status = StatusFile(Path(job["status_dir"]), dist_env.rank)
+    register_stack_dump(Path(job["status_dir"]), dist_env.rank)
     try:
         result = KINDS[job["kind"]](job, dist_env, status)
         status.update(phase="gather")
