@@ -110,3 +110,19 @@ def test_timeout_lists_every_rank(tmp_path):
     outcome = _outcome(-15, True, 30, tmp_path, ranks, "", 3)
     assert outcome.status == "timeout" and outcome.failed_rank == 2
     assert "rank 0 (measure 5/9)" in outcome.error and "rank 2 (never started)" in outcome.error
+
+
+def test_hang_names_the_rank_outside_collectives(tmp_path):
+    ranks = {0: _status(tmp_path, 0, phase="measure", done=4, total=9, status="running"),
+             1: _status(tmp_path, 1, phase="measure", done=4, total=9, status="running")}
+    (tmp_path / "stack-0.txt").write_text(
+        'Current thread 0x1 (most recent call first):\n'
+        '  File "/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 841 in _engine_run_backward\n'
+        '  File "/src/dlbench/runner/measure.py", line 150 in step\n')
+    (tmp_path / "stack-1.txt").write_text(
+        'Current thread 0x1 (most recent call first):\n'
+        '  File "/work/my_model.py", line 12 in forward\n'
+        '  File "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1775 in _call_impl\n')
+    outcome = _outcome(-15, True, 30, tmp_path, ranks, "", 2)
+    assert outcome.failed_rank == 1
+    assert "rank 1 was stuck in forward (my_model.py:12)" in outcome.error
