@@ -119,6 +119,11 @@ def _run_joined(dist_env, dev, size_list, op_list, iters, warmup, timeout) -> di
     except RendezvousTimeout as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
+    except Exception as exc:  # noqa: BLE001 - one line naming the rank; torchrun stops the others
+        from dlbench.runner.worker import one_line
+
+        print(f"error: dlbench comm failed on rank {dist_env.rank}: {one_line(exc)}", file=sys.stderr)
+        raise typer.Exit(1) from None
     destroy_process_group()
     return report
 
