@@ -1,9 +1,177 @@
-"""`dlbench run` (not yet written: registers nothing)."""
+"""`dlbench run`: measure training throughput on this machine.
+
+Exercised by `dlbench run` (default suite for the device found), `dlbench run -w resnet50 -p amp-fp16 -c default`,
+`dlbench run --tiny` (smoke test). The flow: validate the options here, plan in a child process
+(`runner.probe`), measure each configuration in its own child (`runner.sweep`), then build the result document
+(`runner.document`) and hand it to `finish_run`, which saves it. Exit codes: 0 every configuration ok or skipped,
+1 some configuration failed (oom/error/timeout; the document is still written), 2 bad input, 130 interrupted
+(Ctrl-C; what was measured is written), 143 terminated (SIGTERM; same).
+"""
 
 from __future__ import annotations
 
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from dlbench.runner.plan import DEFAULT_TIMEOUT_S, MAX_AUTOTUNE_TIMEOUT_S
+from dlbench.runner.thermal import DEFAULT_MAX_START_TEMP_C, DEFAULT_MAX_WAIT_S
+
+EXIT_FAILED = 1
+FAILED_STATUSES = ("oom", "error", "timeout")
+
+
+def finish_run(document: dict[str, Any], json_path: Path | None = None) -> list[Path]:
+    """The one place a finished (or interrupted) run's document is handed on: saved as
+    `results_dir()/<run_id>.json` and at `json_path` if given. Returns the paths written."""
+    from dlbench import paths
+    from dlbench.jsonio import write_json_atomic
+
+    written = [write_json_atomic(paths.results_dir() / f"{document['run_id']}.json", document)]
+    if json_path is not None:
+        written.append(write_json_atomic(json_path, document))
+    return written
+
+
+def run(
+    workload: list[str] = typer.Option(
+        [], "--workload", "-w", help="Workload to measure (repeatable): resnet50, bert-base-squad, "
+        "bert-large-squad, bert-base-mlm, bert-large-mlm. Default: resnet50, bert-base-squad, bert-large-squad on "
+        "a GPU; a quick CPU suite otherwise."),
+    precision: list[str] = typer.Option(
+        [], "--precision", "-p", help="Precision (repeatable): fp32 (strict, TF32 off), tf32 (CUDA compute "
+        "capability >= 8.0), amp-fp16, amp-bf16. Default on a GPU: tf32 (fp32 before Ampere) and amp-fp16; "
+        "on a CPU: fp32."),
+    compile_mode: list[str] = typer.Option(
+        [], "--compile", "-c", help="torch.compile mode (repeatable): off, default, max-autotune, "
+        "reduce-overhead. Default on a GPU: off and default; on a CPU: off."),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or "
+                               "mps. ROCm GPUs are cuda devices."),
+    batch_size: str | None = typer.Option(
+        None, "--batch-size", "-b", help="Batch size per device (a positive integer), or 'auto' to find the "
+        "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
+                                       "384 (squad), 128 (mlm)."),
+    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps per repeat set, timed but not "
+                                      "counted (default 10 on a GPU)."),
+    steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat (default 50 on a GPU)."),
+    repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps (default 3 on a "
+                                       "GPU); the spread across repeats gives the CV."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help=f"Seconds one configuration may take in its child process before it is killed "
+        f"(status timeout). Default {DEFAULT_TIMEOUT_S:.0f}, {MAX_AUTOTUNE_TIMEOUT_S:.0f} for max-autotune."),
+    max_start_temp: float = typer.Option(
+        DEFAULT_MAX_START_TEMP_C, "--max-start-temp", help="NVIDIA GPUs: wait before each configuration until "
+        "the GPU is at or below this temperature (C)."),
+    max_wait: float = typer.Option(DEFAULT_MAX_WAIT_S, "--max-wait", help="Give up waiting for the GPU to cool "
+                                   "after this many seconds (the result records the start temperature)."),
+    tiny: bool = typer.Option(False, "--tiny", help="Use the tiny flavour of each workload (a few layers, small "
+                              "inputs): a smoke test of the whole pipeline, not a benchmark."),
+    seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the result document (JSON, schema "
+                                          "version 1) to this path.", metavar="PATH"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (the table is still printed)."),
+    gpus: str | None = typer.Option(
+        None, "--gpus", help="Data-parallel device counts to measure each configuration at, e.g. 1,2,4, or 'all' "
+        "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
+        "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
+) -> None:
+    """Measure training throughput (samples/s) of each workload x precision x compile mode.
+
+    Each configuration runs in its own child process; the result document is saved in the dlbench data
+    directory (and at --json PATH).
+    """
+    from dlbench.cli._common import console
+    from dlbench.runner.plan import RunOptions, validate_options
+
+    options = validate_options(RunOptions(
+        workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
+        batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
+        tiny=tiny, timeout_s=timeout, gpus=gpus))
+    err = console(stderr=True)
+    from dlbench.runner.distributed import detect
+
+    dist_env = detect()
+    if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
+        from dlbench.runner.joined import run_joined
+
+        raise typer.Exit(run_joined(options, dist_env, err, console(), json_path, quiet, finish_run))
+    code = _run(options, err, console(), json_path, quiet, max_start_temp, max_wait)
+    raise typer.Exit(code)
+
+
+def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float) -> int:
+    from dlbench.report.table import result_messages, results_table
+    from dlbench.runner.document import build_document, new_run_id, utc_now_iso
+    from dlbench.runner.probe import probe_in_child
+    from dlbench.runner.sweep import SweepObserver, run_sweep
+
+    try:
+        if quiet:
+            probe = probe_in_child(options)
+        else:
+            with err.status("planning: probing devices and workloads"):
+                probe = probe_in_child(options)
+    except KeyboardInterrupt:
+        err.print("interrupted before anything was measured")
+        return 130
+    plan = probe.plan
+    for note in plan.notes:
+        err.print(f"[bold]{note}[/bold]", highlight=False)
+
+    run_id, created_at = new_run_id(), utc_now_iso()
+    command = ["dlbench", *sys.argv[1:]]
+    results: list[dict[str, Any]] = []
+
+    def document(extra_notes: list[str]) -> dict[str, Any]:
+        from dlbench.analysis.scaling import add_scaling_efficiency
+
+        add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
+        return build_document(results, probe.environment, run_id=run_id, command=command,
+                              notes=[*plan.notes, *extra_notes], created_at=created_at)
+
+    def save_partial(result: dict[str, Any]) -> None:
+        results.append(result)
+        finish_run(document([f"in progress: {len(results)} of {len(plan.items)} configurations done"]))
+
+    if quiet:
+        outcome = run_sweep(plan, SweepObserver(), save_partial, max_start_temp, max_wait, probe.devices["cuda"])
+    else:
+        from dlbench.report.progress import RichProgress
+
+        with RichProgress(err) as display:
+            outcome = run_sweep(plan, display, save_partial, max_start_temp, max_wait, probe.devices["cuda"])
+
+    # Saving must not be cut short by a second Ctrl-C: ignore SIGINT until the document is on disk.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        extra: list[str] = []
+        if outcome.interrupted is not None:
+            extra.append(f"interrupted ({outcome.interrupted}) after {len(results)} of {len(plan.items)} "
+                         "configurations")
+        written = finish_run(document(extra), json_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    title = "dlbench run" + (" (quick CPU suite)" if plan.quick_suite else "") + f" on {plan.device}"
+    if results:
+        out.print(results_table(results, title=title))
+        for line in result_messages(results):
+            out.print(line, highlight=False, markup=False)
+        if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
+            from dlbench.report.scaling_table import scaling_table
+
+            out.print(scaling_table(results))
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
+    if outcome.interrupted is not None:
+        err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
+        return 128 + int(outcome.interrupted.signum)
+    return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `dlbench run` to `app`."""
+    app.command("run")(run)

@@ -1,0 +1,156 @@
+"""Which configurations this machine can run, and in one line why not.
+
+Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.capabilities import unsupported_reason as u;
+from dlbench.runner.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
+
+The planner records a config with a reason as `skipped`; it never aborts a sweep. Rules:
+- device: `auto` is resolved first (CUDA, then MPS, then CPU); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
+- `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
+  off by default and not comparable), CPUs or MPS.
+- `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0, ROCm GPUs that report it, macOS >= 14
+  on MPS); CPUs are allowed (torch has bf16 CPU kernels; how fast depends on AVX512-BF16/AMX).
+- `amp-fp16`: any CUDA GPU, MPS, and CPUs (torch runs fp16 autocast and GradScaler on a CPU; fast only on
+  CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
+- `torch.compile`: needs a Python/platform that TorchDynamo supports; on CUDA, Triton (Inductor's GPU code
+  generator); on a CPU, a C++ compiler. `reduce-overhead` is CUDA graphs and `max-autotune` also uses CUDA
+  graphs and Triton autotuning, so on a CPU or MPS they would silently measure something else: refused there
+  (on a CPU `default` is the mode to use).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import TYPE_CHECKING
+
+from dlbench.runner.config import COMPILE_MODES, PRECISIONS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.runner.config import RunConfig
+
+
+def resolve_device(device: str) -> str:
+    """`auto` → "cuda:N" (the current CUDA device), then "mps", then "cpu"; `cuda` → "cuda:N"; else unchanged."""
+    import torch
+
+    if device == "auto":
+        if torch.cuda.is_available():
+            return f"cuda:{torch.cuda.current_device()}"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    if device == "cuda" and torch.cuda.is_available():
+        return f"cuda:{torch.cuda.current_device()}"
+    return device
+
+
+def _device_reason(device: str) -> str | None:
+    import torch
+
+    kind, _, index = device.partition(":")
+    if kind not in ("cpu", "cuda", "mps"):
+        return f"unknown device {device!r} (use cpu, cuda, cuda:N or mps)"
+    if index and (kind != "cuda" or not index.isdigit()):
+        return f"unknown device {device!r} (use cpu, cuda, cuda:N or mps)"
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            if torch.version.cuda is None and torch.version.hip is None:
+                return (
+                    f"{device} is not available: this torch build ({torch.__version__}) has no CUDA support"
+                )
+            return (
+                f"{device} is not available: torch sees no GPU (driver missing or CUDA_VISIBLE_DEVICES empty)"
+            )
+        count = torch.cuda.device_count()
+        if index and int(index) >= count:
+            return f"{device} is not available: {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})"
+    if kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_built():
+            return f"mps is not available: this torch build ({torch.__version__}) has no MPS support"
+        if not mps.is_available():
+            return "mps is not available: it needs macOS 12.3 or newer on Apple silicon"
+    return None
+
+
+def _cuda_index(device: str) -> int:
+    import torch
+
+    _, _, index = device.partition(":")
+    return int(index) if index else torch.cuda.current_device()
+
+
+def _precision_reason(precision: str, device: str) -> str | None:
+    import torch
+
+    kind = device.partition(":")[0]
+    if precision == "tf32":
+        if kind != "cuda":
+            return f"tf32 is an NVIDIA tensor-core mode (CUDA compute capability >= 8.0); not available on {kind}"
+        if torch.version.hip is not None:
+            return "tf32 is measured on NVIDIA GPUs only; on ROCm use fp32 or amp-bf16/amp-fp16"
+        index = _cuda_index(device)
+        major, minor = torch.cuda.get_device_capability(index)
+        if major < 8:
+            name = torch.cuda.get_device_name(index)
+            return f"tf32 needs CUDA compute capability >= 8.0; {name} is {major}.{minor}"
+    if precision == "amp-bf16":
+        if kind == "cuda":
+            try:
+                supported = torch.cuda.is_bf16_supported(including_emulation=False)
+            except TypeError:  # torch < 2.3 has no emulation flag and answers for hardware support
+                supported = torch.cuda.is_bf16_supported()
+            if not supported:
+                index = _cuda_index(device)
+                major, minor = torch.cuda.get_device_capability(index)
+                name = torch.cuda.get_device_name(index)
+                return f"amp-bf16 not supported in hardware on {name} (compute capability {major}.{minor}; needs >= 8.0)"
+        if kind == "mps":
+            newer = getattr(torch.backends.mps, "is_macos_or_newer", None)
+            if newer is None or not newer(14, 0):
+                return "amp-bf16 on MPS needs macOS 14 or newer"
+    return None
+
+
+def _has_cxx_compiler() -> bool:
+    candidates = [os.environ.get("CXX"), "g++", "c++", "clang++"]
+    return any(c and shutil.which(c) for c in candidates)
+
+
+def _compile_reason(mode: str, device: str) -> str | None:
+    if mode == "off":
+        return None
+    import sys
+
+    import torch
+
+    kind = device.partition(":")[0]
+    dynamo_supported = getattr(torch._dynamo, "is_dynamo_supported", lambda: True)
+    if not dynamo_supported():
+        py = f"{sys.version_info.major}.{sys.version_info.minor}"
+        return (
+            f"torch.compile is not supported with Python {py} on this platform by torch {torch.__version__}"
+        )
+    if kind in ("cpu", "mps") and mode in ("reduce-overhead", "max-autotune"):
+        return f"compile mode {mode} uses CUDA graphs, which need a CUDA GPU; use --compile default on {kind}"
+    if kind == "cuda":
+        from torch.utils._triton import has_triton
+
+        if not has_triton():
+            return "torch.compile on a GPU needs Triton, which is not installed with this torch"
+    if kind == "cpu" and not _has_cxx_compiler():
+        return "torch.compile on a CPU needs a C++ compiler (g++ or clang++, or $CXX); none found"
+    return None
+
+
+def unsupported_reason(config: RunConfig) -> str | None:
+    """Why this machine cannot run `config` (one line), or None when it can."""
+    if config.precision not in PRECISIONS:
+        return f"unknown precision {config.precision!r}; choose from: {', '.join(PRECISIONS)}"
+    if config.compile not in COMPILE_MODES:
+        return f"unknown compile mode {config.compile!r}; choose from: {', '.join(COMPILE_MODES)}"
+    device = resolve_device(config.device)
+    return (
+        _device_reason(device)
+        or _precision_reason(config.precision, device)
+        or _compile_reason(config.compile, device)
+    )

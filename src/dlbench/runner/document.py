@@ -1,0 +1,125 @@
+"""The result document of `dlbench run` (schema version 1): one file per run, a contract other tools parse.
+
+Exercised by `dlbench run --json out.json`. `make_result` turns one configuration's outcome (the config, the raw
+measurement from `measure()`, its status) into a result entry with statistics from `analysis.stats.summarize`;
+`build_document` wraps results and the environment block. Every key of the schema is always present; facts that
+are missing (a failed run, a CPU without NVML) are null, never guessed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from dlbench import __version__
+from dlbench.runner.config import RunConfig
+
+SCHEMA_VERSION = 1
+STATUSES: tuple[str, ...] = ("ok", "oom", "error", "timeout", "skipped")
+
+DOCUMENT_KEYS: tuple[str, ...] = ("schema_version", "run_id", "created_at", "dlbench_version", "environment",
+                                  "results")
+RESULT_KEYS: tuple[str, ...] = (
+    "workload", "precision", "compile", "batch_size", "seq_len", "device", "world_size", "status", "error",
+    "samples_per_s", "samples_per_s_repeats", "cv", "step_time_s", "warmup_step_times_s", "repeats",
+    "compile_time_s", "peak_memory_bytes", "flops_per_sample", "achieved_flops_per_s", "start_temperature_c",
+)
+STEP_TIME_KEYS: tuple[str, ...] = ("mean", "median", "p5", "p95")
+
+
+def new_run_id() -> str:
+    """A run id: uuid4 as 32 lowercase hex characters."""
+    return uuid.uuid4().hex
+
+
+def make_result(config: RunConfig, status: str, error: str | None = None,
+                measurement: dict[str, Any] | None = None, start_temperature_c: float | None = None,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One entry of `results`. With status "ok", `measurement` is the dict `measure()` returned."""
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    result: dict[str, Any] = {
+        "workload": config.workload,
+        "precision": config.precision,
+        "compile": config.compile,
+        "batch_size": config.batch_size,
+        "seq_len": config.seq_len,
+        "device": config.device,
+        "world_size": config.world_size,
+        "status": status,
+        "error": error,
+        "samples_per_s": None,
+        "samples_per_s_repeats": [],
+        "cv": None,
+        "step_time_s": {key: None for key in STEP_TIME_KEYS},
+        "warmup_step_times_s": [],
+        "repeats": [],
+        "compile_time_s": None,
+        "peak_memory_bytes": None,
+        "flops_per_sample": None,
+        "achieved_flops_per_s": None,
+        "start_temperature_c": start_temperature_c,
+        "flavour": config.flavour,
+        "precision_flags": None,
+        "telemetry": None,
+        "telemetry_reason": None,
+        "warnings": [],
+    }
+    if measurement is not None:
+        result.update(_from_measurement(config, measurement))
+    if extra:
+        result.update(extra)
+    return result
+
+
+def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
+    from dlbench.analysis.stats import summarize
+
+    repeats = [[float(t) for t in r["step_times_s"]] for r in m.get("repeats", [])]
+    batch_size = int(m.get("batch_size") or config.batch_size)
+    out: dict[str, Any] = {
+        "batch_size": batch_size,
+        "seq_len": m.get("seq_len", config.seq_len),
+        "device": m.get("device") or config.device,
+        "warmup_step_times_s": [float(t) for t in m.get("warmup_step_times_s", [])],
+        "repeats": [{"step_times_s": times} for times in repeats],
+        "compile_time_s": m.get("compile_time_s"),
+        "peak_memory_bytes": m.get("peak_memory_bytes"),
+        "flops_per_sample": m.get("flops_per_sample"),
+        "precision_flags": m.get("precision_flags"),
+        "telemetry": m.get("telemetry"),
+        "warnings": list(m.get("warnings") or []),
+    }
+    if repeats and all(repeats):
+        stats = summarize(repeats, batch_size, config.world_size)
+        out["samples_per_s"] = stats["samples_per_s"]
+        out["samples_per_s_repeats"] = list(stats["samples_per_s_repeats"])
+        out["cv"] = stats["cv"]
+        out["step_time_s"] = {key: stats["step_time_s"][key] for key in STEP_TIME_KEYS}
+        out["warnings"] = [*stats.get("warnings", []), *out["warnings"]]
+        if out["flops_per_sample"] is not None and out["samples_per_s"] is not None:
+            out["achieved_flops_per_s"] = out["samples_per_s"] * out["flops_per_sample"]
+    return out
+
+
+def build_document(results: list[dict[str, Any]], environment: dict[str, Any], run_id: str | None = None,
+                   command: list[str] | None = None, notes: list[str] | None = None,
+                   created_at: str | None = None) -> dict[str, Any]:
+    """The schema-v1 document. `command` is the argv that produced it; `notes` free text (quick suite,
+    interrupted run)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id or new_run_id(),
+        "created_at": created_at or utc_now_iso(),
+        "dlbench_version": __version__,
+        "environment": environment,
+        "results": list(results),
+        "command": list(command) if command is not None else None,
+        "notes": list(notes or []),
+    }
+
+
+def utc_now_iso() -> str:
+    """Now as ISO 8601 in UTC, e.g. 2026-11-22T04:40:00+00:00."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

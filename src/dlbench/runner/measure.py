@@ -1,0 +1,305 @@
+"""Measure one configuration in this process: build, (compile,) warm up, then time repeats of training steps.
+
+Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.measure import measure;
+from dlbench.runner.config import RunConfig; print(measure(RunConfig('resnet50', flavour='tiny',
+batch_size=4, warmup_steps=1, steps=3, repeats=2)))"`.
+
+Order of events (README "Methodology" says why):
+1. seed Python, NumPy and torch; set the precision flags; build the model on the device (random weights),
+   `wrap_model` (DDP), the optimizer, and one synthetic batch drawn from a fixed-seed generator and moved to
+   the device once. Every step trains on that batch: no data loading is timed.
+2. compiled modes: `torch.compile(model, mode=...)`, then the first `COMPILE_STEPS` steps are timed together
+   (wall clock, device synchronised at both ends) as `compile_time_s`. They are never part of throughput.
+3. `warmup_steps` steps, each timed, kept apart (`warmup_step_times_s`).
+4. peak-memory counter reset; sampler started; `repeats` times: synchronise, `sync()`, time `steps` steps,
+   synchronise, `sync()`. Sampler stopped.
+Per-step timing: on CUDA one `torch.cuda.Event` is recorded at every step boundary and the host synchronises
+only once at the end of the repeat, so timing adds no synchronisation the training loop would not have; on MPS
+`torch.mps.synchronize()` precedes every `time.perf_counter()` read; on a CPU `perf_counter` alone.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Compiled modes: the first steps include tracing and Inductor code generation/autotuning (step 1) and,
+# with CUDA graphs (reduce-overhead, max-autotune), warm-up and graph recording (steps 1-2); step 3 is the
+# first replay. All three are charged to compile time.
+COMPILE_STEPS = 3
+
+
+class UnsupportedConfig(RuntimeError):
+    """The device cannot run this configuration (the reason comes from `capabilities.unsupported_reason`)."""
+
+
+def seed_everything(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+class _HostClock:
+    """perf_counter at each step boundary (CPU: work is synchronous)."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+    def marks(self, n: int) -> list:
+        return [0.0] * n
+
+    def mark(self, marks: list, i: int) -> None:
+        marks[i] = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def durations(self, marks: list) -> list[float]:
+        return [b - a for a, b in zip(marks[:-1], marks[1:], strict=True)]
+
+
+class _MpsClock(_HostClock):
+    """MPS runs asynchronously: drain its queue before every clock read."""
+
+    def mark(self, marks: list, i: int) -> None:
+        import torch
+
+        torch.mps.synchronize()
+        marks[i] = time.perf_counter()
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.mps.synchronize()
+
+
+class _CudaClock:
+    """CUDA events recorded in the stream at each step boundary; one host sync at the end."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+
+    def marks(self, n: int) -> list:
+        import torch
+
+        return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+
+    def mark(self, marks: list, i: int) -> None:
+        marks[i].record()
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.device)
+
+    def durations(self, marks: list) -> list[float]:
+        marks[-1].synchronize()
+        return [a.elapsed_time(b) / 1000.0 for a, b in zip(marks[:-1], marks[1:], strict=True)]  # ms → s
+
+
+def _clock(device: Any) -> Any:
+    if device.type == "cuda":
+        return _CudaClock(device)
+    if device.type == "mps":
+        return _MpsClock(device)
+    return _HostClock(device)
+
+
+def _timed_steps(
+    step: Callable[[], None],
+    n: int,
+    clock: Any,
+    phase: str,
+    progress: Callable[[str, int, int], None] | None,
+    done: int = 0,
+    total: int | None = None,
+) -> list[float]:
+    """Run `n` steps and return each one's duration in seconds."""
+    marks = clock.marks(n + 1)
+    clock.mark(marks, 0)
+    for i in range(n):
+        step()
+        clock.mark(marks, i + 1)
+        if progress is not None:
+            progress(phase, done + i + 1, total if total is not None else n)
+    return clock.durations(marks)
+
+
+def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Callable[[], None]:
+    """One training step on the fixed batch: forward (under autocast), backward, optimizer step, zero grads."""
+    scaler = setup.scaler
+    autocast = setup.autocast
+
+    if scaler is None:
+
+        def step() -> None:
+            with autocast():
+                loss = model(*inputs)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+    else:
+
+        def step() -> None:
+            with autocast():
+                loss = model(*inputs)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)  # fused optimizers unscale and skip on inf without a host sync
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def _peak_memory_reset(device: Any) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak_memory(device: Any) -> int | None:
+    """Peak bytes allocated by tensors since the reset (CUDA); None where torch has no such counter."""
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    return None
+
+
+def _compile_counters() -> int | None:
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(sum(counters["stats"].values()))
+    except Exception:  # private API: its absence only loses a diagnostic
+        return None
+
+
+def measure(
+    config: Any,
+    progress: Callable[[str, int, int], None] | None = None,
+    sampler: Any = None,
+    wrap_model: Callable[[Any], Any] | None = None,
+    sync: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Run `config` here and return the raw measurement (see CONTRACTS and README "Methodology")."""
+    import torch
+
+    from dlbench.runner.capabilities import resolve_device, unsupported_reason
+    from dlbench.runner.flops import flops_per_sample
+    from dlbench.runner.precision import apply_precision, precision_flags
+    from dlbench.workloads import registry
+
+    workload = registry.get(config.workload)
+    reason = unsupported_reason(config)
+    if reason:
+        raise UnsupportedConfig(reason)
+    device = torch.device(resolve_device(config.device))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    warnings: list[str] = []
+
+    seed_everything(config.seed)
+    setup = apply_precision(config.precision, device)
+    with torch.device(device):  # initialise weights where they will live (fast for BERT-large on a GPU)
+        model = workload.build_model(config)
+    generator = torch.Generator().manual_seed(config.seed)
+    inputs = workload.make_inputs(config, config.batch_size, generator)
+    model, inputs, channels_last = workload.to_device(model, inputs, device)
+    model.train()
+    if wrap_model is not None:
+        model = wrap_model(model)
+    optimizer, optimizer_impl = workload.make_optimizer(model.parameters(), device)
+    if config.compile != "off":
+        model = torch.compile(model, mode=None if config.compile == "default" else config.compile)
+    step = make_train_step(model, optimizer, inputs, setup)
+    clock = _clock(device)
+
+    compile_time_s = None
+    if config.compile != "off":
+        clock.synchronize()
+        start = time.perf_counter()
+        for i in range(COMPILE_STEPS):
+            step()
+            if progress is not None:
+                progress("compile", i + 1, COMPILE_STEPS)
+        clock.synchronize()
+        compile_time_s = time.perf_counter() - start
+    compiles_before = _compile_counters()
+
+    warmup = _timed_steps(step, config.warmup_steps, clock, "warmup", progress)
+
+    clock.synchronize()
+    _peak_memory_reset(device)
+    repeats = []
+    total = config.steps * config.repeats
+    if sampler is not None:
+        sampler.start()
+    for r in range(config.repeats):
+        clock.synchronize()
+        if sync is not None:
+            sync()
+        times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
+        clock.synchronize()
+        if sync is not None:
+            sync()
+        repeats.append({"step_times_s": times})
+    telemetry = sampler.stop() if sampler is not None else None
+    peak_memory = _peak_memory(device)
+
+    compiles_after = _compile_counters()
+    if config.compile != "off" and compiles_before is not None and compiles_after != compiles_before:
+        warnings.append("torch.compile recompiled after the compile steps: warm-up/measured steps include it")
+
+    try:
+        flops = flops_per_sample(config.workload, config.flavour, workload.seq_len(config))
+    except Exception as exc:  # a workload whose ops cannot run on the meta device: no count, say why
+        flops = None
+        warnings.append(f"FLOPs not counted: {type(exc).__name__}: {exc}")
+
+    flags = precision_flags(setup)
+    flags.update(
+        {
+            "channels_last": channels_last,
+            "optimizer": type(optimizer).__name__,
+            "optimizer_impl": optimizer_impl,
+            "compile_mode": config.compile,
+        }
+    )
+    attention = _attention_impl(model)
+    if attention is not None:
+        flags["attention"] = attention
+    return {
+        "warmup_step_times_s": warmup,
+        "repeats": repeats,
+        "compile_time_s": compile_time_s,
+        "peak_memory_bytes": peak_memory,
+        "flops_per_sample": flops,
+        "batch_size": config.batch_size,
+        "seq_len": workload.seq_len(config),
+        "device": str(device),
+        "precision_flags": flags,
+        "telemetry": telemetry,
+        "warnings": warnings,
+    }
+
+
+def _attention_impl(model: Any) -> str | None:
+    """The attention implementation transformers actually chose (e.g. "sdpa"), if the model has one."""
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        impl = getattr(config, "_attn_implementation", None)
+        if impl:
+            return str(impl)
+    return None

@@ -1,0 +1,319 @@
+"""Expand `dlbench run` options into the list of configurations to measure.
+
+Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (and `--device`, `--batch-size`...).
+
+Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
+resolves the device, fills in defaults and asks `capabilities.unsupported_reason` about each combination. It runs
+in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
+
+Defaults, as in the seeds (AIME, Lambda):
+- on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 if compute capability >= 8.0 else fp32, amp-fp16)
+  x (compile off, default); 10 warm-up steps, 50 measured steps, 3 repeats; batch size per workload from the
+  device memory (`Workload.default_batch_size`).
+- on a CPU (or MPS): a quick suite (`QUICK_SUITE`): small batches, fp32, eager, few steps; it says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from dlbench.errors import BadInput
+from dlbench.runner.config import COMPILE_MODES, PRECISIONS, RunConfig
+
+GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
+GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")
+GPU_DEFAULT_STEPS = {"warmup": 10, "steps": 50, "repeats": 3}
+
+# The CPU quick suite: one vision and one language workload, small enough that the whole suite (planning,
+# one child process per configuration, model build, warm-up and measured steps) finishes within 180 s on a
+# 2-core machine. BERT runs as bert-base-mlm (128 tokens, NVIDIA's pre-training phase 1) rather than at 384.
+QUICK_SUITE: tuple[dict[str, Any], ...] = (
+    {"workload": "resnet50", "batch_size": 4, "seq_len": None},
+    {"workload": "bert-base-mlm", "batch_size": 2, "seq_len": None},
+)
+QUICK_STEPS = {"warmup": 1, "steps": 3, "repeats": 2}
+# `--tiny` (smoke test) uses the tiny flavour of each workload with this many steps.
+TINY_STEPS = {"warmup": 2, "steps": 5, "repeats": 2}
+
+# Per-configuration time limit when `--timeout` is not given: building a full model, compiling it and running
+# 60 steps takes well under 10 minutes on any supported GPU; max-autotune benchmarks kernels and takes longer.
+DEFAULT_TIMEOUT_S = 600.0
+MAX_AUTOTUNE_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class RunOptions:
+    """The `dlbench run` options as given (None/empty: use the default)."""
+
+    workloads: list[str] = field(default_factory=list)
+    precisions: list[str] = field(default_factory=list)
+    compile_modes: list[str] = field(default_factory=list)
+    device: str = "auto"
+    batch_size: int | str | None = None  # int, "auto" or None (default per workload)
+    seq_len: int | None = None
+    warmup: int | None = None
+    steps: int | None = None
+    repeats: int | None = None
+    seed: int = 0
+    tiny: bool = False
+    timeout_s: float | None = None
+    gpus: list[int] | str | None = None  # `--gpus 1,2,4` device counts, "all", or None (one device)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
+        return cls(**data)
+
+
+@dataclass
+class PlannedConfig:
+    """One configuration of the plan; `skip_reason` set when the hardware cannot run it."""
+
+    config: RunConfig
+    skip_reason: str | None = None
+    auto_batch: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    unit: str | None = None  # "images" | "sequences"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.config.to_dict(), "skip_reason": self.skip_reason, "auto_batch": self.auto_batch,
+                "timeout_s": self.timeout_s, "unit": self.unit}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlannedConfig:
+        return cls(config=RunConfig.from_dict(data["config"]), skip_reason=data.get("skip_reason"),
+                   auto_batch=bool(data.get("auto_batch")), timeout_s=float(data["timeout_s"]),
+                   unit=data.get("unit"))
+
+
+@dataclass
+class Plan:
+    """What `dlbench run` will measure, on which device."""
+
+    device: str
+    items: list[PlannedConfig]
+    quick_suite: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "items": [item.to_dict() for item in self.items],
+                "quick_suite": self.quick_suite, "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        return cls(device=data["device"], items=[PlannedConfig.from_dict(i) for i in data["items"]],
+                   quick_suite=bool(data.get("quick_suite")), notes=list(data.get("notes", [])))
+
+
+@dataclass
+class DeviceFacts:
+    """What the planner needs to know about the machine's accelerators."""
+
+    cuda: list[dict[str, Any]] = field(default_factory=list)  # per visible device: name, memory_bytes, cc
+    mps_available: bool = False
+
+    @classmethod
+    def detect(cls) -> DeviceFacts:
+        """Ask torch (call in a child process: it initialises the CUDA driver, not a context)."""
+        import torch
+
+        cuda = []
+        if torch.cuda.is_available():
+            for index in range(torch.cuda.device_count()):
+                props = torch.cuda.get_device_properties(index)
+                cuda.append({"name": props.name, "memory_bytes": int(props.total_memory),
+                             "compute_capability": [props.major, props.minor],
+                             "uuid": _uuid(props)})
+        mps = getattr(torch.backends, "mps", None)
+        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()))
+
+
+def _uuid(props) -> str | None:
+    uuid = getattr(props, "uuid", None)
+    if uuid is None:
+        return None
+    text = str(uuid)
+    return text if text.startswith("GPU-") else f"GPU-{text}"
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+def parse_batch_size(value: str | int | None) -> int | str | None:
+    """`--batch-size`: a positive integer or "auto"."""
+    if value is None or isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and value <= 0:
+            raise BadInput(f"--batch-size must be a positive integer or 'auto', got {value}")
+        return value
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    try:
+        number = int(text)
+    except ValueError:
+        raise BadInput(f"--batch-size must be a positive integer or 'auto', got {value!r}") from None
+    if number <= 0:
+        raise BadInput(f"--batch-size must be a positive integer or 'auto', got {number}")
+    return number
+
+
+def validate_options(options: RunOptions) -> RunOptions:
+    """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
+    for name in options.precisions:
+        if name not in PRECISIONS:
+            raise BadInput(f"unknown precision {name!r}; choose from: {', '.join(PRECISIONS)}")
+    for name in options.compile_modes:
+        if name not in COMPILE_MODES:
+            raise BadInput(f"unknown compile mode {name!r}; choose from: {', '.join(COMPILE_MODES)}")
+    options.batch_size = parse_batch_size(options.batch_size)
+    for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
+                        ("--seq-len", options.seq_len), ("--timeout", options.timeout_s)):
+        if value is not None and value <= 0:
+            raise BadInput(f"{flag} must be positive, got {value}")
+    if options.warmup is not None and options.warmup < 0:
+        raise BadInput(f"--warmup must be 0 or more, got {options.warmup}")
+    from dlbench.runner.distributed import parse_gpus
+
+    options.gpus = parse_gpus(options.gpus)
+    if not _device_syntax_ok(options.device):
+        raise BadInput(f"unknown device {options.device!r}; use auto, cpu, cuda, cuda:N or mps")
+    return options
+
+
+def _device_syntax_ok(device: str) -> bool:
+    if device in ("auto", "cpu", "cuda", "mps"):
+        return True
+    prefix, _, index = device.partition(":")
+    return prefix == "cuda" and index.isdigit()
+
+
+def check_workloads(names: list[str]) -> None:
+    """Unknown workload names raise BadInput listing the valid ones (via the registry)."""
+    from dlbench.workloads import registry
+
+    for name in names:
+        registry.get(name)
+
+
+# -------------------------------------------------------------------------------------------------- device
+
+
+def resolve_device(requested: str, facts: DeviceFacts) -> str:
+    """`auto` → cuda:0, then mps, then cpu; `cuda` → cuda:0; checks that the device exists (BadInput if not).
+
+    ROCm GPUs appear as CUDA devices in PyTorch and are handled the same way.
+    """
+    if requested == "auto":
+        if facts.cuda:
+            return "cuda:0"
+        return "mps" if facts.mps_available else "cpu"
+    if requested == "cpu":
+        return "cpu"
+    if requested == "mps":
+        if not facts.mps_available:
+            raise BadInput("--device mps: no Apple MPS device on this machine")
+        return "mps"
+    _, _, index_text = requested.partition(":")
+    index = int(index_text) if index_text else 0
+    if not facts.cuda:
+        raise BadInput(f"--device {requested}: no CUDA (or ROCm) GPU is available on this machine; "
+                       "use --device cpu or auto")
+    if index >= len(facts.cuda):
+        raise BadInput(f"--device {requested}: only {len(facts.cuda)} CUDA device(s) visible "
+                       f"(cuda:0..cuda:{len(facts.cuda) - 1})")
+    return f"cuda:{index}"
+
+
+def _device_entry(device: str, facts: DeviceFacts) -> dict[str, Any] | None:
+    if device.startswith("cuda"):
+        return facts.cuda[int(device.partition(":")[2] or 0)]
+    return None
+
+
+# -------------------------------------------------------------------------------------------------- plan
+
+
+def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
+    """Expand validated options into a `Plan` (imports the workload registry and capabilities)."""
+    from dlbench.runner.capabilities import unsupported_reason
+    from dlbench.workloads import registry
+
+    validate_options(options)
+    check_workloads(options.workloads)
+    facts = facts if facts is not None else DeviceFacts.detect()
+    device = resolve_device(options.device, facts)
+    entry = _device_entry(device, facts)
+    on_gpu = entry is not None
+    flavour = "tiny" if options.tiny else "full"
+    notes: list[str] = []
+
+    quick = not options.tiny and not on_gpu and not options.workloads
+    if options.tiny:
+        steps = TINY_STEPS
+    elif on_gpu:
+        steps = GPU_DEFAULT_STEPS
+    else:
+        steps = QUICK_STEPS
+    warmup = options.warmup if options.warmup is not None else steps["warmup"]
+    n_steps = options.steps if options.steps is not None else steps["steps"]
+    repeats = options.repeats if options.repeats is not None else steps["repeats"]
+
+    if options.precisions:
+        precisions = list(dict.fromkeys(options.precisions))
+    elif on_gpu:
+        major = entry["compute_capability"][0] if entry.get("compute_capability") else 0
+        precisions = ["tf32" if major >= 8 else "fp32", "amp-fp16"]
+    else:
+        precisions = ["fp32"]
+    if options.compile_modes:
+        compile_modes = list(dict.fromkeys(options.compile_modes))
+    else:
+        compile_modes = list(GPU_DEFAULT_COMPILE) if on_gpu else ["off"]
+
+    if options.workloads:
+        suite = [{"workload": name, "batch_size": None, "seq_len": None}
+                 for name in dict.fromkeys(options.workloads)]
+    elif on_gpu or options.tiny:
+        suite = [{"workload": name, "batch_size": None, "seq_len": None} for name in GPU_DEFAULT_WORKLOADS]
+    else:
+        suite = [dict(item) for item in QUICK_SUITE]
+    if quick:
+        notes.append(f"quick suite: {device} has no GPU, so dlbench runs a short CPU suite "
+                     f"({', '.join(item['workload'] for item in suite)}; fp32, eager, small batches, "
+                     f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
+                     "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
+
+    memory = entry["memory_bytes"] if entry else None
+    items: list[PlannedConfig] = []
+    for spec in suite:
+        workload = registry.get(spec["workload"])
+        # The workload decides the length when none is given (its default, or the tiny flavour's).
+        explicit_seq_len = options.seq_len or spec["seq_len"]
+        auto_batch = options.batch_size == "auto"
+        if isinstance(options.batch_size, int):
+            batch = options.batch_size
+        elif spec["batch_size"] is not None:
+            batch = spec["batch_size"]
+        else:
+            batch = int(workload.default_batch_size(memory, flavour))
+        for precision in precisions:
+            for mode in compile_modes:
+                config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
+                                   seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
+                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1)
+                config = replace(config, seq_len=workload.seq_len(config))
+                timeout = options.timeout_s or (MAX_AUTOTUNE_TIMEOUT_S if mode == "max-autotune"
+                                                else DEFAULT_TIMEOUT_S)
+                items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config),
+                                           auto_batch=auto_batch, timeout_s=float(timeout),
+                                           unit=getattr(workload, "sample_unit", None)))
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)
+        from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
+
+        counts = resolve_gpu_counts(options.gpus, device, facts.cuda)
+        notes.extend(gpu_plan_notes(counts, device, facts.cuda))
+        items = [replace(item, config=replace(item.config, world_size=n)) for item in items for n in counts]
+    return Plan(device=device, items=items, quick_suite=quick, notes=notes)

@@ -1,0 +1,158 @@
+"""The child process that measures one configuration.
+
+Started by the sweep (`dlbench.runner.sweep`) for each configuration of `dlbench run`:
+`python -m dlbench.runner.worker --config '<RunConfig JSON>' --result OUT.json [--progress-fd N]`.
+
+It runs `measure()` in this process and writes its outcome atomically to the result file:
+`{"status": "ok"|"oom"|"error", "error": str|None, "measurement": <measure() dict>|None,
+"telemetry_reason": str|None}`. Progress events go as JSON lines to the file descriptor `--progress-fd`
+(a pipe the parent reads; stdout is left to libraries that print): `{"event": "progress", "phase": "warmup",
+"done": 3, "total": 10}`, plus `{"event": "started"}`. A crash, a hang or a kill leaves no result file: the
+parent classifies those from the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+OOM_HINT = "try a smaller --batch-size or --batch-size auto"
+
+
+class ProgressPipe:
+    """Writes progress events as JSON lines to a non-blocking pipe; drops an event rather than ever blocking
+    the measured loop when the parent is slow to read."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        if fd is not None:
+            os.set_blocking(fd, False)
+
+    def send(self, event: dict[str, Any]) -> None:
+        if self.fd is None:
+            return
+        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        try:
+            os.write(self.fd, line)
+        except BlockingIOError:
+            pass  # pipe full: the display misses one update, the measurement is untouched
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF):
+                self.fd = None  # parent gone or closed its end: stop reporting
+            else:
+                raise
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        self.send({"event": "progress", "phase": phase, "done": int(done), "total": int(total)})
+
+
+def die_with_parent() -> None:
+    """Linux: have the kernel kill this process when the parent dies, so that no worker outlives a killed
+    `dlbench run` (the parent kills the process group in every other case)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except Exception:  # noqa: BLE001 - best effort; the parent still kills the group
+        return
+    if os.getppid() == 1:  # parent died before prctl took effect
+        os._exit(1)
+
+
+def create_sampler(device: str):
+    """The telemetry sampler for `device`, or (None, reason) when the telemetry part is unavailable."""
+    try:
+        from dlbench.telemetry.sampler import create_sampler as factory
+    except ImportError:
+        return None, "telemetry module not available"
+    try:
+        return factory(device), None
+    except Exception as exc:  # noqa: BLE001 - telemetry must never cost a measurement
+        return None, f"telemetry sampler failed: {one_line(exc)}"
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of the message`, shortened to `limit` characters."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def is_oom(exc: BaseException) -> bool:
+    """A device out-of-memory error: torch.OutOfMemoryError or a RuntimeError saying "out of memory"
+    (older torch, MPS, ROCm)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the worker always has torch
+        torch = None
+    if torch is not None:
+        oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                      getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
+        if oom_types and isinstance(exc, oom_types):
+            return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def oom_message(config) -> str:
+    return (f"out of memory at batch size {config.batch_size} ({config.workload} {config.precision}, "
+            f"compile={config.compile}, {config.device}); {OOM_HINT}")
+
+
+def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
+    """Measure `config` in this process and classify the outcome (never raises for a failed measurement)."""
+    from dlbench.runner.measure import measure
+
+    sampler, telemetry_reason = create_sampler(config.device)
+    try:
+        measurement = measure(config, progress=pipe.progress, sampler=sampler)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a status
+        traceback.print_exc()
+        if type(exc).__name__ == "UnsupportedConfig":  # measure() re-checks capabilities on the device
+            return {"status": "skipped", "error": str(exc), "measurement": None,
+                    "telemetry_reason": telemetry_reason}
+        if is_oom(exc):
+            return {"status": "oom", "error": oom_message(config), "measurement": None,
+                    "telemetry_reason": telemetry_reason}
+        return {"status": "error", "error": one_line(exc), "measurement": None,
+                "telemetry_reason": telemetry_reason}
+    return {"status": "ok", "error": None, "measurement": measurement, "telemetry_reason": telemetry_reason}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dlbench.runner.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="RunConfig as JSON")
+    parser.add_argument("--result", required=True, help="where to write the outcome JSON (atomically)")
+    parser.add_argument("--progress-fd", type=int, default=None, help="pipe for progress events (JSON lines)")
+    args = parser.parse_args(argv)
+
+    die_with_parent()
+    from dlbench.jsonio import write_json_atomic
+    from dlbench.runner.config import RunConfig
+
+    pipe = ProgressPipe(args.progress_fd)
+    pipe.send({"event": "started", "pid": os.getpid()})
+    config = RunConfig.from_dict(json.loads(args.config))
+    outcome = run_config(config, pipe)
+    write_json_atomic(args.result, outcome)
+    pipe.send({"event": "finished", "status": outcome["status"]})
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave at once: a lingering non-daemon thread (a telemetry sampler, a compile pool) must not turn a
+    # finished measurement into a timeout. The parent cleans up the process group.
+    os._exit(code)

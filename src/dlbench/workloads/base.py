@@ -1,0 +1,172 @@
+"""What a training workload is: the model, its synthetic batch, its optimizer and its default batch size.
+
+Exercise it with `PYTHONPATH=src python -m pytest -q tests/test_workloads.py`.
+
+A workload builds a module whose `forward(*inputs)` returns the scalar training loss, so that
+`torch.compile` sees the loss too (it fuses into the last layers) and a DDP wrapper needs nothing special.
+`dlbench.runner.measure` drives it:
+
+    model = workload.build_model(config)                 # on the CPU, random weights
+    inputs = workload.make_inputs(config, batch_size, generator)   # CPU tensors, fixed seed
+    optimizer, impl = workload.make_optimizer(model.parameters(), device)
+    loss = model(*inputs)
+
+Adding a model is one line in its family's file (`register(SomeFamily("name", ...))`) or, outside the
+package, a module named in `DLBENCH_PLUGINS` (see `registry`). Nothing here imports torch at import time:
+`dlbench --help` lists workloads without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from dlbench.runner.config import RunConfig
+
+GIB = 1024**3
+
+# Default batch size as a fraction of a workload's batch size on an 80 GB GPU, by device memory
+# (total bytes as torch reports them: an "80 GB" H100 reports 79.1 GiB, a "24 GB" card 23.6 GiB).
+# Powers of two keep the published comparisons (AIME, Lambda use powers of two) easy; the fractions
+# leave room for the fp32 runs, which need about twice the activation memory of AMP.
+# `--batch-size auto` finds the largest batch that actually trains.
+MEMORY_TIERS: tuple[tuple[float, float], ...] = (
+    (128 * GIB, 2.0),  # H200 141 GB, B200
+    (70 * GIB, 1.0),  # H100 / A100 80 GB
+    (36 * GIB, 0.5),  # A100 40 GB, A6000 / L40S 48 GB
+    (20 * GIB, 0.25),  # RTX 3090 / 4090 / A5000 24 GB
+    (14 * GIB, 0.125),  # 16 GB cards
+    (10 * GIB, 0.0625),  # 11-12 GB cards
+    (0, 0.03125),
+)
+
+
+def scaled_batch_size(batch_80gb: int, device_memory_bytes: int | None, cpu_batch: int) -> int:
+    """The memory-tier default for a device with `device_memory_bytes` (None: CPU or unknown memory)."""
+    if device_memory_bytes is None:
+        return cpu_batch
+    for floor_bytes, fraction in MEMORY_TIERS:
+        if device_memory_bytes >= floor_bytes:
+            return max(1, int(batch_80gb * fraction))
+    return 1  # unreachable: the last tier's floor is 0
+
+
+class Workload:
+    """A trainable model with synthetic data. Subclasses fill in the four `build`/`make` methods.
+
+    Attributes:
+        name: registry key, e.g. "resnet50".
+        sample_unit: "images" or "sequences" (what samples/s counts).
+        default_seq_len: the sequence length when `--seq-len` is not given (None for images).
+        batch_80gb: default batch size on an 80 GB GPU (scaled by `MEMORY_TIERS`).
+        cpu_batch: default batch size on a CPU or a device of unknown memory.
+        tiny_batch: default batch size of the tiny flavour, any device.
+        channels_last: whether inputs and weights use the NHWC layout on CUDA (convolutions).
+        description: one line for listings.
+    """
+
+    name: str = ""
+    sample_unit: str = "sequences"
+    default_seq_len: int | None = None
+    tiny_seq_len: int | None = None
+    batch_80gb: int = 32
+    cpu_batch: int = 4
+    tiny_batch: int = 8
+    channels_last: bool = False
+    description: str = ""
+
+    def default_batch_size(self, device_memory_bytes: int | None, flavour: str) -> int:
+        """Per-device batch size used when `--batch-size` is not given."""
+        if flavour == "tiny":
+            return self.tiny_batch
+        return scaled_batch_size(self.batch_80gb, device_memory_bytes, self.cpu_batch)
+
+    def seq_len(self, config: RunConfig) -> int | None:
+        """The sequence length this config trains at (None for image workloads)."""
+        if self.default_seq_len is None:
+            return None
+        if config.seq_len:
+            return int(config.seq_len)
+        if config.flavour == "tiny" and self.tiny_seq_len:
+            return self.tiny_seq_len
+        return self.default_seq_len
+
+    # -- to be provided by each family -------------------------------------------------------------
+    def build_model(self, config: RunConfig) -> Any:
+        """A `torch.nn.Module` (random weights, on the current default device) whose forward returns the loss."""
+        raise NotImplementedError
+
+    def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        """The synthetic batch: a tuple of tensors passed as `model(*inputs)`, drawn from `generator`.
+
+        `device` "meta" asks for shape-only tensors (FLOP counting); otherwise tensors are drawn on the CPU
+        (so every device trains on the same numbers for a seed) and the caller moves them once.
+        """
+        raise NotImplementedError
+
+    def make_optimizer(self, params: Any, device: Any) -> tuple[Any, str]:
+        """(optimizer, implementation) where implementation is "fused", "foreach" or "for-loop"."""
+        raise NotImplementedError
+
+    def to_device(self, model: Any, inputs: tuple, device: Any) -> tuple[Any, tuple, bool]:
+        """Move model and inputs to `device`; returns (model, inputs, channels_last_used).
+
+        Workloads with `channels_last` get NHWC weights and 4-D inputs on CUDA (cuDNN's native tensor-core
+        layout); elsewhere the default layout is kept.
+        """
+        import torch
+
+        use_nhwc = self.channels_last and torch.device(device).type == "cuda"
+        if use_nhwc:
+            model = model.to(device=device, memory_format=torch.channels_last)
+        else:
+            model = model.to(device)
+        moved = []
+        for tensor in inputs:
+            if use_nhwc and tensor.dim() == 4 and tensor.is_floating_point():
+                moved.append(tensor.to(device=device, memory_format=torch.channels_last))
+            else:
+                moved.append(tensor.to(device))
+        return model, tuple(moved), use_nhwc
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def make_optimizer(cls: Any, params: Any, device: Any, **kwargs: Any) -> tuple[Any, str]:
+    """Build `cls(params, **kwargs)` with the fastest implementation the device supports.
+
+    Fused kernels first (on CUDA one launch for the whole update, with GradScaler's unscale and inf check
+    done inside, without a host sync; torch also has fused CPU and MPS kernels for SGD and AdamW), then
+    the multi-tensor `foreach` path, then the per-parameter loop. torch refuses unsupported combinations
+    when the optimizer is built, so trying in order is exact.
+    """
+    params = list(params)
+    for impl in ("fused", "foreach"):
+        try:
+            return cls(params, **{impl: True}, **kwargs), impl
+        except (RuntimeError, TypeError, ValueError):
+            continue
+    return cls(params, foreach=False, **kwargs), "for-loop"
+
+
+@dataclass(frozen=True)
+class ResNetSpec:
+    """A torchvision ResNet: block type, blocks per stage, classes and input resolution."""
+
+    block: str  # "bottleneck" (ResNet-50 and up) or "basic" (ResNet-18/34 style)
+    layers: tuple[int, int, int, int]
+    num_classes: int
+    image_size: int
+
+
+@dataclass(frozen=True)
+class BertSpec:
+    """A BERT encoder: transformers `BertConfig` fields that set its size."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    vocab_size: int

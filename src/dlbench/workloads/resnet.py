@@ -1,0 +1,89 @@
+"""ResNet image classification: `resnet50` (torchvision ResNet-50 v1.5, 224x224, 1000 classes).
+
+Exercise it with `PYTHONPATH=src python -m dlbench run --workload resnet50 --device cpu --batch-size 2`.
+
+ResNet-50 v1.5 is torchvision's `resnet50()` (stride 2 in the 3x3 convolution of the bottleneck, as NVIDIA's
+and MLPerf's reference). Training: cross-entropy, SGD with momentum 0.9. On CUDA, weights and images are
+`channels_last` (NHWC), the layout cuDNN's tensor-core convolutions use natively; NCHW would add transposes.
+The tiny flavour is a ResNet with one BasicBlock per stage at 32x32 and 10 classes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dlbench.workloads.base import ResNetSpec, Workload, make_optimizer
+from dlbench.workloads.registry import register
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.runner.config import RunConfig
+
+RESNET50 = ResNetSpec(block="bottleneck", layers=(3, 4, 6, 3), num_classes=1000, image_size=224)
+RESNET_TINY = ResNetSpec(block="basic", layers=(1, 1, 1, 1), num_classes=10, image_size=32)
+
+
+class ResNetWorkload(Workload):
+    """A torchvision ResNet trained with cross-entropy and SGD (momentum 0.9, weight decay 1e-4)."""
+
+    sample_unit = "images"
+    channels_last = True
+
+    def __init__(
+        self,
+        name: str,
+        full: ResNetSpec,
+        tiny: ResNetSpec = RESNET_TINY,
+        batch_80gb: int = 256,
+        cpu_batch: int = 8,
+        tiny_batch: int = 8,
+        description: str = "",
+    ) -> None:
+        self.name = name
+        self.full = full
+        self.tiny = tiny
+        self.batch_80gb = batch_80gb
+        self.cpu_batch = cpu_batch
+        self.tiny_batch = tiny_batch
+        self.description = description
+
+    def spec(self, config: RunConfig) -> ResNetSpec:
+        return self.tiny if config.flavour == "tiny" else self.full
+
+    def build_model(self, config: RunConfig) -> Any:
+        from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
+
+        from dlbench.workloads.modules import ClassifierLoss
+
+        spec = self.spec(config)
+        block = Bottleneck if spec.block == "bottleneck" else BasicBlock
+        return ClassifierLoss(ResNet(block, list(spec.layers), num_classes=spec.num_classes))
+
+    def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        import torch
+
+        spec = self.spec(config)
+        shape = (batch_size, 3, spec.image_size, spec.image_size)
+        if str(device) == "meta":
+            return (
+                torch.empty(shape, device="meta"),
+                torch.empty((batch_size,), dtype=torch.long, device="meta"),
+            )
+        images = torch.randn(shape, generator=generator)
+        labels = torch.randint(0, spec.num_classes, (batch_size,), generator=generator)
+        return images, labels
+
+    def make_optimizer(self, params: Any, device: Any) -> tuple[Any, str]:
+        import torch
+
+        return make_optimizer(torch.optim.SGD, params, device, lr=0.1, momentum=0.9, weight_decay=1e-4)
+
+
+register(
+    ResNetWorkload(
+        "resnet50",
+        RESNET50,
+        batch_80gb=256,
+        cpu_batch=8,
+        description="torchvision ResNet-50 v1.5, 224x224, 1000 classes, SGD momentum 0.9",
+    )
+)

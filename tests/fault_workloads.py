@@ -1,0 +1,65 @@
+"""Fault-injection workloads for the runner's tests, loaded with `DLBENCH_PLUGINS=fault_workloads`.
+
+Each fails in `make_inputs`, which `measure()` calls in the worker process before anything is timed:
+- `fault-oom`: raises `torch.OutOfMemoryError` with CUDA's wording, as a GPU would at too large a batch;
+- `fault-hang`: sleeps for an hour (the sweep's timeout must kill it); writes its pid to the file named by
+  `DLBENCH_FAULT_PIDFILE`, if set, so a test can check that it was killed;
+- `fault-crash`: `os.abort()` (SIGABRT), a crash without any Python exception;
+- `fault-oom-above`: the tiny ResNet, but batches larger than `DLBENCH_FAULT_MAX_BATCH` (default 12) raise
+  OOM, for `--batch-size auto`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from dlbench.workloads.registry import register
+from dlbench.workloads.resnet import RESNET50, ResNetWorkload
+
+
+class _Fault(ResNetWorkload):
+    def __init__(self, name: str) -> None:
+        super().__init__(name, RESNET50, tiny_batch=4, description="test fault injection")
+
+    def fault(self, batch_size: int) -> None:
+        raise NotImplementedError
+
+    def make_inputs(self, config, batch_size, generator, device="cpu"):
+        if str(device) != "meta":
+            self.fault(batch_size)
+        return super().make_inputs(config, batch_size, generator, device)
+
+
+class Oom(_Fault):
+    def fault(self, batch_size: int) -> None:
+        import torch
+
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total "
+                                     "capacity of 79.19 GiB of which 1.02 GiB is free.")
+
+
+class Hang(_Fault):
+    def fault(self, batch_size: int) -> None:
+        pidfile = os.environ.get("DLBENCH_FAULT_PIDFILE")
+        if pidfile:
+            with open(pidfile, "a", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()}\n")
+        time.sleep(3600)
+
+
+class Crash(_Fault):
+    def fault(self, batch_size: int) -> None:
+        os.abort()
+
+
+class OomAbove(_Fault):
+    def fault(self, batch_size: int) -> None:
+        if batch_size > int(os.environ.get("DLBENCH_FAULT_MAX_BATCH", "12")):
+            Oom.fault(self, batch_size)
+
+
+register(Oom("fault-oom"))
+register(Hang("fault-hang"))
+register(Crash("fault-crash"))
+register(OomAbove("fault-oom-above"))
