@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.analysis.speedups import scaling_series, speedups
+from dlbench.analysis.speedups import speedups
 from dlbench.jsonio import write_json_atomic
 from dlbench.report.html import telemetry_series, write_report
 from report_docs import (
@@ -133,14 +133,12 @@ def test_mixed_precision_falls_back_to_fp32_baseline():
     assert entry["speedup"] == pytest.approx(results[1]["samples_per_s"] / results[0]["samples_per_s"])
 
 
-def test_scaling_series_against_ideal():
-    results = [make_result(world_size=n, step_time_s=0.1 * (1 + 0.02 * n), seed=n) for n in (1, 2, 4)]
-    [series] = scaling_series(results)
-    base = results[0]["samples_per_s"]
-    for point, result in zip(series["points"], results, strict=True):
-        assert point["ideal_samples_per_s"] == pytest.approx(base * point["world_size"])
-        assert point["efficiency"] == pytest.approx(result["samples_per_s"] / (base * point["world_size"]))
-    assert scaling_series(results[:1]) == []
+def test_scaling_chart_without_a_one_gpu_baseline(tmp_path):
+    results = [make_result(world_size=n, step_time_s=0.1 * (1 + 0.02 * n), seed=n) for n in (2, 4)]
+    html = write_report([make_document(results, env=environment(gpu_count=4))], tmp_path / "out").read_text(
+        encoding="utf-8")
+    assert 'data-chart="scaling"' in html
+    assert (tmp_path / "out" / "charts" / "scaling.png").is_file()
 
 
 def test_telemetry_series_formats():

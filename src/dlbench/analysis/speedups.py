@@ -1,8 +1,7 @@
-"""Speed-ups within one run and multi-GPU scaling, as the report charts them: `dlbench report --latest`.
+"""Speed-ups within one run, as the report charts them: `dlbench report --latest`.
 
 Speed-ups pair results of one document that differ in exactly one thing: compile mode (vs eager) or precision
-(mixed precision vs TF32, or vs FP32 where TF32 was not measured). Scaling groups results that differ only in
-GPU count and sets each against ideal linear scaling from the smallest count measured.
+(mixed precision vs TF32, or vs FP32 where TF32 was not measured). Multi-GPU scaling is `analysis.scaling`.
 """
 
 from __future__ import annotations
@@ -70,33 +69,3 @@ def _entry(kind: str, variant: dict[str, Any], base: dict[str, Any], label: str,
         "batch_size": variant.get("batch_size"),
         "seq_len": variant.get("seq_len"),
     }
-
-
-def scaling_series(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Throughput against GPU count for configurations measured at two or more GPU counts.
-
-    Each series: `workload`, `precision`, `compile`, `batch_size` (per GPU), `seq_len`, and `points`
-    `[{"world_size", "samples_per_s", "ideal_samples_per_s", "efficiency"}]` sorted by GPU count, where ideal
-    is linear scaling from the smallest GPU count measured and efficiency = measured / ideal.
-    """
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for r in _ok(results):
-        groups.setdefault(_key_without(r, "world_size"), []).append(r)
-    series = []
-    for members in groups.values():
-        by_n = {int(r.get("world_size") or 1): r for r in members}
-        if len(by_n) < 2:
-            continue
-        n0 = min(by_n)
-        per_gpu = float(by_n[n0]["samples_per_s"]) / n0
-        points = []
-        for n in sorted(by_n):
-            measured = float(by_n[n]["samples_per_s"])
-            ideal = per_gpu * n
-            points.append({"world_size": n, "samples_per_s": measured, "ideal_samples_per_s": ideal,
-                           "efficiency": measured / ideal})
-        first = by_n[n0]
-        series.append({"workload": first["workload"], "precision": first["precision"],
-                       "compile": first.get("compile") or "off", "batch_size": first.get("batch_size"),
-                       "seq_len": first.get("seq_len"), "points": points})
-    return series

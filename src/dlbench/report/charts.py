@@ -254,11 +254,12 @@ def _precision_colour(precision: str | None) -> str:
 def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
     """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
 
-    `series` come from `analysis.speedups.scaling_series`; each point is labelled with its efficiency.
+    `series` come from `analysis.scaling.scaling_series`; points above one GPU are labelled with their scaling
+    efficiency. Without a one-GPU result there is no ideal line (the efficiency is unknown, not guessed).
     """
     title = f"Multi-GPU scaling{_on(where)}"
-    caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling from the smallest GPU "
-               "count measured; labels: scaling efficiency (measured / ideal).")
+    caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling (GPU count \u00d7 "
+               "one-GPU throughput); labels: scaling efficiency (measured / ideal).")
     with _figure(5.2) as (fig, axes):
         ax = axes[0][0]
         counts: set[int] = set()
@@ -266,21 +267,24 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
             colour = SERIES[i % len(SERIES)]
             xs = [p["world_size"] for p in s["points"]]
             counts.update(xs)
-            label = (f"{fmt.workload_name(s['workload'])} \u00b7 {fmt.precision_name(s['precision'])} "
-                     f"\u00b7 {fmt.compile_name(s['compile'])}")
+            label = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
+                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
             ax.plot(xs, [p["samples_per_s"] for p in s["points"]], marker="o", color=colour, linewidth=2,
                     label=label)
-            ax.plot(xs, [p["ideal_samples_per_s"] for p in s["points"]], linestyle="--", color=colour,
-                    linewidth=1, alpha=0.7)
-            for p in s["points"][1:]:
-                ax.annotate(fmt.percent(p["efficiency"]), (p["world_size"], p["samples_per_s"]),
-                            textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
+            ideal = [(p["world_size"], p["ideal_samples_per_s"]) for p in s["points"]
+                     if p.get("ideal_samples_per_s") is not None]
+            if len(ideal) > 1:
+                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=colour, linewidth=1, alpha=0.7)
+            for p in s["points"]:
+                if p.get("scaling_efficiency") is not None:
+                    ax.annotate(fmt.percent(p["scaling_efficiency"]), (p["world_size"], p["samples_per_s"]),
+                                textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
         ax.set_xticks(sorted(counts))
         ax.set_xlabel("number of GPUs")
-        ax.set_ylabel("training throughput (samples/s)")
+        ax.set_ylabel("training throughput (samples/s, all GPUs)")
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(_thousands())
-        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from the smallest GPU count")
+        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from one GPU")
         ax.legend(loc="upper left")
         return _save(fig, out_dir, name, title, caption)
 

@@ -21,7 +21,8 @@ from dlbench.analysis.ranking import (
     result_gpu,
     vs_published_in,
 )
-from dlbench.analysis.speedups import scaling_series, speedups
+from dlbench.analysis.scaling import scaling_series
+from dlbench.analysis.speedups import speedups
 from dlbench.report import charts, fmt
 
 TEMPLATE = "report.html.j2"
@@ -226,7 +227,7 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
 
 
 def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
-    series = [s for doc in documents for s in scaling_series(doc.get("results") or [])]
+    series = [s for doc in documents for s in scaling_series(doc.get("results") or []) if len(s["points"]) > 1]
     if not series:
         return None
     return _group("scaling", "Multi-GPU scaling", "Data-parallel throughput as GPUs are added.",
