@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from dlbench.analysis.ranking import (
+    add_vs_published,
     published_medians,
     rank_among_published,
     result_gpu_name,
@@ -141,6 +142,25 @@ def test_gpu_name_and_memory_come_from_the_result_device():
     assert vs_published_in(doc, doc["results"][0], _fake_published())["gpu"] == "A100 SXM4 80GB"
     assert result_gpu_name(doc, make_result(device="cpu")) is None
     assert result_gpu_name(doc, make_result(device="cuda:7")) is None
+
+
+def test_run_table_gains_a_vs_published_column():
+    from rich.console import Console
+
+    from dlbench.report.table import results_table
+
+    results = [make_result(), make_result(flavour="tiny", seed=2), make_result(precision="amp-bf16", seed=3)]
+    add_vs_published(results, environment(), _fake_published())
+    ratio = results[0]["vs_published"]["ratio"]
+    assert ratio == pytest.approx(results[0]["samples_per_s"] / 200.0)
+    assert "tiny" in results[1]["vs_published"]["reason"]
+    console = Console(width=200, record=True)
+    console.print(results_table(results))
+    text = console.export_text()
+    assert "vs published" in text
+    assert f"{ratio:.2f}\u00d7" in text
+    rows = [line for line in text.splitlines() if line.startswith("\u2502 resnet50")]
+    assert [row.rstrip(" \u2502").endswith("-") for row in rows] == [False, True, True]
 
 
 def test_cli_compare_published_json(tmp_path, capsys):

@@ -161,6 +161,20 @@ def rank_among_published(entries: list[dict[str, Any]], workload: str, precision
     return sorted(rows, key=lambda r: r["samples_per_s"], reverse=True)
 
 
+def add_vs_published(results: list[dict[str, Any]], environment: dict[str, Any],
+                     published: list[Any] | None = None) -> list[dict[str, Any]]:
+    """Set `vs_published` on every result (in place; returns `results`): what `dlbench run` stores and shows.
+
+    `environment` is the document's environment block (it names the GPUs the results ran on).
+    """
+    if published is None:
+        published = load_published_rows()
+    document = {"environment": environment}
+    for result in results:
+        result["vs_published"] = vs_published_in(document, result, published)
+    return results
+
+
 def annotate_document(document: dict[str, Any], published: list[Any] | None = None) -> list[dict[str, Any]]:
     """`vs_published` for every result of a document, in order (the "vs published" column)."""
     if published is None:

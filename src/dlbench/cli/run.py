@@ -130,6 +130,9 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         from dlbench.analysis.scaling import add_scaling_efficiency
 
         add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
+        from dlbench.analysis.ranking import add_vs_published
+
+        add_vs_published(results, probe.environment)  # ratio to / rank among published results
         return build_document(results, probe.environment, run_id=run_id, command=command,
                               notes=[*plan.notes, *extra_notes], created_at=created_at)
 

@@ -37,6 +37,9 @@ def results_table(results: list[dict[str, Any]], title: str | None = None):
     table.add_column("mem GB", justify="right", no_wrap=True)  # peak, 10^9 bytes
     table.add_column("TFLOP/s", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    with_published = any(r.get("vs_published") for r in results)
+    if with_published:  # ratio to the same GPU's published median, or rank among published GPUs
+        table.add_column("vs published", justify="right", no_wrap=True)
     for r in results:
         status = r.get("status", "?")
         style = STATUS_STYLE.get(status, "")
@@ -51,6 +54,7 @@ def results_table(results: list[dict[str, Any]], title: str | None = None):
         if (r.get("world_size") or 1) > 1:  # data-parallel: per-device batch x devices
             batch += f" x{r['world_size']}"
         step = (r.get("step_time_s") or {}).get("median")
+        extra = [vs_published_cell(r.get("vs_published"))] if with_published else []
         table.add_row(
             workload,
             r.get("precision", "?"),
@@ -62,8 +66,19 @@ def results_table(results: list[dict[str, Any]], title: str | None = None):
             _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),
             _fmt(r.get("achieved_flops_per_s"), ".2f", 1e-12),
             f"[{style}]{status}[/{style}]" if style else status,
+            *extra,
         )
     return table
+
+
+def vs_published_cell(vs: dict[str, Any] | None) -> str:
+    """`0.92x` (same-GPU published median), `#4 of 10` (rank among published GPUs) or `-` (nothing comparable)."""
+    if not vs:
+        return "-"
+    from dlbench.report.fmt import vs_published_short
+
+    text = vs_published_short(vs)
+    return "-" if text == "\u2014" else text
 
 
 def result_messages(results: list[dict[str, Any]]) -> list[str]:
