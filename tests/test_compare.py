@@ -29,6 +29,14 @@ def test_clearly_faster_is_significant_with_the_right_ratio():
     assert report["warnings"] == []
 
 
+def test_min_change_keeps_small_real_changes_out():
+    a = make_document([make_result(step_time_s=0.100, noise_s=0.0005, seed=1)])
+    b = make_document([make_result(step_time_s=0.099, noise_s=0.0005, seed=2)])
+    assert _row(compare_documents(a, b))["significant"] is True  # ~1% faster, clearly measurable
+    row = _row(compare_documents(a, b, min_change_pct=2.0))
+    assert row["significant"] is False and "--min-change 2%" in row["reason"]
+
+
 def test_same_distribution_is_not_significant():
     # Same distribution, different draws: the tests must not call noise a change.
     a = make_document([make_result(step_time_s=0.1, noise_s=0.003, seed=11)])

@@ -87,8 +87,12 @@ def significance(a_times: list[float], b_times: list[float], alpha: float = DEFA
     return out
 
 
-def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
-    """Compare two results of the same configuration: throughput ratio B/A, percent change, significance."""
+def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA,
+                    min_change_pct: float = 0.0) -> dict[str, Any]:
+    """Compare two results of the same configuration: throughput ratio B/A, percent change, significance.
+
+    As pyperf's `--min-speed`, a change smaller than `min_change_pct` percent is never called significant.
+    """
     row: dict[str, Any] = {k: a.get(k) for k in CONFIG_KEYS}
     row["label"] = config_label(a)
     row["a_status"], row["b_status"] = a.get("status"), b.get("status")
@@ -112,10 +116,14 @@ def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT
     test = significance(a_times, b_times, alpha)
     row.update(welch_p=test["welch_p"], mannwhitney_p=test["mannwhitney_p"], significant=test["significant"],
                reason=test["reason"])
+    if row["significant"] and abs(row["change_pct"]) < min_change_pct:
+        row["significant"] = False
+        row["reason"] = f"change below --min-change {min_change_pct:g}%"
     return row
 
 
-def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
+def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA,
+                      min_change_pct: float = 0.0) -> dict[str, Any]:
     """Compare result document B with result document A (the baseline).
 
     Returns `{"a_run_id", "b_run_id", "alpha", "rows": [...], "only_in_a": [labels], "only_in_b": [labels],
@@ -125,13 +133,14 @@ def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAU
     """
     a_by_key = _index(a.get("results") or [])
     b_by_key = _index(b.get("results") or [])
-    rows = [compare_results(a_by_key[k], b_by_key[k], alpha) for k in a_by_key if k in b_by_key]
+    rows = [compare_results(a_by_key[k], b_by_key[k], alpha, min_change_pct) for k in a_by_key if k in b_by_key]
     same = ["A and B are the same run: nothing can differ"] if a.get("run_id") and a.get("run_id") == b.get(
         "run_id") else []
     return {
         "a_run_id": a.get("run_id"),
         "b_run_id": b.get("run_id"),
         "alpha": alpha,
+        "min_change_pct": min_change_pct,
         "test": "significant when Welch's t-test and Mann-Whitney U both give p < alpha on the raw step times",
         "rows": rows,
         "only_in_a": [config_label(r) for k, r in a_by_key.items() if k not in b_by_key],

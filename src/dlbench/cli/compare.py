@@ -23,6 +23,9 @@ def register(app: typer.Typer) -> None:
         published: bool = typer.Option(False, "--published",
                                        help="Rank A's results among published results for other GPUs instead."),
         alpha: float = typer.Option(0.05, "--alpha", help="Significance level for the tests on step times."),
+        min_change: float = typer.Option(0.0, "--min-change", metavar="PCT",
+                                         help="Never call a throughput change smaller than this many percent "
+                                              "significant (as pyperf's --min-speed)."),
         as_json: bool = json_option(),
         db: str | None = db_option(),
     ) -> None:
@@ -31,6 +34,8 @@ def register(app: typer.Typer) -> None:
 
         if not 0 < alpha < 1:
             raise BadInput(f"--alpha must be between 0 and 1, got {alpha}")
+        if min_change < 0:
+            raise BadInput(f"--min-change must be 0 or more percent, got {min_change}")
         if published:
             if b is not None:
                 raise BadInput("give one run with --published, or two runs without it")
@@ -39,13 +44,13 @@ def register(app: typer.Typer) -> None:
         if b is None:
             raise BadInput("compare needs two runs (A B), or one run with --published")
         doc_a, doc_b = load_runs([a, b], db)
-        _two_runs(doc_a, doc_b, alpha, as_json)
+        _two_runs(doc_a, doc_b, alpha, min_change, as_json)
 
 
-def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, as_json: bool) -> None:
+def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_change: float, as_json: bool) -> None:
     from dlbench.analysis.compare import compare_documents
 
-    report = compare_documents(doc_a, doc_b, alpha)
+    report = compare_documents(doc_a, doc_b, alpha, min_change)
     if as_json:
         print_json(report)
         return

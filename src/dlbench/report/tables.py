@@ -30,7 +30,7 @@ def compare_table(report: dict[str, Any]):
             colour = "green" if row["ratio"] > 1 else "red"
             verdict = f"[{colour}]yes, {'faster' if row['ratio'] > 1 else 'slower'}[/{colour}]"
         elif row["significant"] is False:
-            verdict = "[dim]no[/dim]"
+            verdict = f"[dim]no ({row['reason']})[/dim]" if row["reason"] else "[dim]no[/dim]"
         else:
             verdict = f"[dim]untested: {row['reason']}[/dim]"
         table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
