@@ -69,6 +69,7 @@ def test_html_has_results_environment_and_methodology(sample_report):
     for value in (env["driver_version"], env["torch_version"], env["cuda_version"], doc["run_id"]):
         assert value in html
     assert "2\u00d7 H100 SXM5 80GB" in html  # canonical catalogue name, counted
+    assert "GPU power limit</th><td>700 W" in html  # from the telemetry block
     assert "30 steps" in html and "3 repeats" in html  # methodology from the document's own numbers
     assert "oom" in html and "simulated oom" in html
     for section in ("results", "ranking", "speedups", "distribution", "scaling", "telemetry", "environment",

@@ -89,7 +89,12 @@ def p_value(p: float | None) -> str:
 
 
 def plain(value: Any) -> str:
-    return DASH if value is None or value == "" else str(value)
+    """Any recorded fact as text; a version recorded as a list (NCCL's (2, 21, 5)) reads 2.21.5."""
+    if value is None or value == "":
+        return DASH
+    if isinstance(value, (list, tuple)):
+        return ".".join(str(v) for v in value)
+    return str(value)
 
 
 def vs_published_short(vs: dict[str, Any]) -> str:

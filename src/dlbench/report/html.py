@@ -315,6 +315,11 @@ def _environment_table(documents, runs) -> dict[str, Any]:
             else:
                 values.append(fmt.plain(env.get(key)))
         rows.append((label, values))
+    from dlbench.analysis.compare import power_limits_w
+
+    limits = [", ".join(f"{w:g} W" for w in power_limits_w(doc)) or fmt.DASH for doc in documents]
+    if any(v != fmt.DASH for v in limits):
+        rows.insert(5, ("GPU power limit", limits))
     return {"headers": [r["short"] for r in runs], "rows": rows}
 
 
