@@ -179,6 +179,16 @@ def test_cli_report_latest_from_store(tmp_path, capsys):
     assert new["run_id"] in html and old["run_id"] not in html
 
 
+def test_cli_report_unwritable_output_is_exit_2(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    write_json_atomic(path, make_document([make_result(seed=1)]))
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    code, _, err = run_cli(capsys, "report", str(path), "--output", str(blocker / "sub"))
+    assert code == 2
+    assert "cannot write the report" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--latest", "abc"], "not both"),
     (["0123456789abcdef"], ""),

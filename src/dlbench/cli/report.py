@@ -38,7 +38,10 @@ def register(app: typer.Typer) -> None:
             raise BadInput("nothing to report: the selected run(s) have no results")
         from dlbench.report.html import write_report
 
-        index = write_report(documents, output)
+        try:
+            index = write_report(documents, output)
+        except OSError as exc:
+            raise BadInput(f"cannot write the report to {output}: {exc.strerror or exc}") from None
         charts = sorted(p.name for p in (output / "charts").glob("*.png")) if (output / "charts").is_dir() else []
         console().print(f"Wrote {index} ({len(charts)} chart{'s' if len(charts) != 1 else ''}, PNG and SVG in "
                         f"{output / 'charts'})")
