@@ -105,6 +105,10 @@ def _reason(o: dict, single: dict | None, need_bytes: float | None) -> str:
     if single is not None and o["num_gpus"] > 1:
         parts.append(f"{o['samples_per_s'] / single['samples_per_s']:.2f}x the speed of one for "
                      f"{o['total_cost_usd'] / single['total_cost_usd']:.2f}x the cost")
+    sc = o["figures"].get("scaling")
+    if sc and o["num_gpus"] > 1:
+        assumed = " (assumed from a similar GPU)" if "assumed" in sc["source"] or "no seed" in sc["source"] else ""
+        parts.append(f"{sc['low']:.2f}-{sc['high']:.2f} per added GPU{assumed}")
     mem = o["memory_bytes_per_gpu"]
     if mem:
         if need_bytes:
@@ -192,7 +196,8 @@ def advise(
                 "samples_per_s_per_kusd": e.samples_per_s / own.total_usd * 1000.0,
                 "samples_per_s_per_w": e.samples_per_s / (tdp * n), "form_factor": ff,
                 "ownership": own.to_dict(),
-                "figures": {"throughput": e.kind, "price": f"catalogue ({price_date or 'date unknown'})",
+                "figures": {"throughput": e.kind, "price": f"catalogue: {getattr(spec, 'price_kind', None) or 'price'} "
+                                     f"({price_date or 'date unknown'})",
                             "memory": "catalogue", "power": "catalogue TDP", "scaling": e.scaling},
             }
             o["reason"] = _reason(o, single, need_bytes)
