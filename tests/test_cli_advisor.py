@@ -118,3 +118,41 @@ def test_bad_input_in_a_real_process_has_no_traceback():
                            "2", "--utilization", "1.5"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
+
+
+def test_stored_runs_are_measured_figures_and_calibrate_the_model(run, tmp_path):
+    from store_docs import document, environment, result
+
+    from dlbench.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    mine = result(workload="resnet50", precision="amp-fp16", compile="default", batch_size=256, seed=3)
+    eager = result(workload="resnet50", precision="amp-fp16", compile="off", batch_size=256, seed=4)
+    eager["samples_per_s"] = mine["samples_per_s"] / 2  # the slower eager run is not the figure used
+    tiny = {**result(workload="resnet50", precision="tf32", seed=5), "flavour": "tiny"}
+    store = open_store(url)
+    store.save_run(document([mine, eager, tiny], env=environment("NVIDIA GeForce RTX 3090")))
+    store.close()
+
+    args = ["estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision", "amp-fp16", "--json"]
+    data = json.loads(run([*args, "--db", url]).output)
+    assert data["kind"] == "measured"
+    assert data["samples_per_s"] == pytest.approx(mine["samples_per_s"])
+    other = json.loads(run(["estimate", "--gpu", "RTX 5090", "--workload", "resnet50", "--precision", "amp-fp16",
+                            "--json", "--db", url]).output)
+    assert other["calibration_gpus"] == ["RTX 3090"] and "measured" in other["basis"]
+    # the tiny tf32 run is not a measurement of the GPU: nothing measured for tf32
+    tf32 = json.loads(run(["estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision", "tf32",
+                           "--json", "--db", url]).output)
+    assert tf32["kind"] == "estimated" and "RTX 3090" not in tf32["calibration_gpus"]
+    published_only = json.loads(run([*args, "--db", url, "--no-runs"]).output)
+    assert published_only["kind"] == "estimated"
+    ranked = json.loads(run(["advise", "--workload", "resnet50", "--precision", "amp-fp16", "--max-gpus", "1",
+                             "--json", "--db", url]).output)
+    assert next(o for o in ranked["options"] if o["gpu"] == "RTX 3090")["throughput_kind"] == "measured"
+
+
+def test_no_database_is_created_by_estimating(run, isolated_home):
+    result = run(["estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision", "tf32", "--json"])
+    assert result.exit_code == 0
+    assert not (isolated_home / "dlbench.db").exists()

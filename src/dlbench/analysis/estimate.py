@@ -204,6 +204,38 @@ def measured_point(gpu: str, workload: str, precision: str, samples_per_s: float
                  samples_per_s=float(samples_per_s), kind="measured", source=source, family="measured")
 
 
+def points_from_rows(rows: Iterable[dict]) -> list[Point]:
+    """Measured points from stored results (`Store.export_rows()` rows).
+
+    Kept: status ok, full-size workloads on CUDA, one GPU model per run that the catalogue knows, the workload's
+    comparable sequence length. Per GPU, workload, precision and GPU count the best samples/s over compile modes
+    and runs is kept (what that GPU can do with dlbench), its run id named in the source.
+    """
+    best: dict = {}
+    for r in rows:
+        if r.get("status") != "ok" or not r.get("samples_per_s") or r.get("flavour", "full") != "full":
+            continue
+        if not str(r.get("device") or "").startswith("cuda"):
+            continue
+        names = [n for n in str(r.get("gpu_names") or "").split("; ") if n]
+        workload, precision = r.get("workload"), r.get("precision")
+        if len(names) != 1 or workload not in WORKLOAD_SEQ_LEN or precision not in PRECISIONS:
+            continue
+        if r.get("seq_len") not in (None, WORKLOAD_SEQ_LEN[workload]) and WORKLOAD_SEQ_LEN[workload] is not None:
+            continue
+        spec = _spec(names[0])
+        if spec is None:
+            continue
+        n = int(r.get("world_size") or 1)
+        key = (gpu_name(spec), workload, precision, n)
+        if key not in best or r["samples_per_s"] > best[key].samples_per_s:
+            best[key] = Point(gpu=key[0], workload=workload, precision=precision, num_gpus=n,
+                              samples_per_s=float(r["samples_per_s"]), kind="measured",
+                              source=f"dlbench run {str(r.get('run_id'))[:12]} (compile={r.get('compile')})",
+                              family="measured")
+    return list(best.values())
+
+
 # --- the model ----------------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=512)
