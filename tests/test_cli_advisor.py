@@ -121,9 +121,8 @@ def test_bad_input_in_a_real_process_has_no_traceback():
 
 
 def test_stored_runs_are_measured_figures_and_calibrate_the_model(run, tmp_path):
-    from store_docs import document, environment, result
-
     from dlbench.store import open_store
+    from store_docs import document, environment, result
 
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     mine = result(workload="resnet50", precision="amp-fp16", compile="default", batch_size=256, seed=3)
