@@ -79,6 +79,7 @@ def test_advise_json_and_table(run):
     ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2", "--utilization", "0"],
     ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2", "--utilization", "1.5"],
     ["cost", "--gpu", "RTX 9999", "--cloud-price-per-hour", "2"],
+    ["cost", "--gpu", "Quadro RTX 8000", "--cloud-price-per-hour", "2"],  # no catalogue price: --system-price
     ["estimate", "--gpu", "RTX 9999", "--workload", "resnet50", "--precision", "tf32"],
     ["estimate", "--gpu", "RTX 4090", "--workload", "resnet-50", "--precision", "tf32"],
     ["estimate", "--gpu", "V100 SXM2 16GB", "--workload", "resnet50", "--precision", "amp-bf16"],

@@ -102,6 +102,7 @@ def _reason(o: dict, single: dict | None, need_bytes: float | None) -> str:
     else:
         src = f"{kind} result"
     parts = [src]
+    parts += [n for n in o.get("notes", ()) if n.startswith("calibrated on other vendors")][:1]
     if single is not None and o["num_gpus"] > 1:
         parts.append(f"{o['samples_per_s'] / single['samples_per_s']:.2f}x the speed of one for "
                      f"{o['total_cost_usd'] / single['total_cost_usd']:.2f}x the cost")
@@ -200,7 +201,7 @@ def advise(
                                      f"({price_date or 'date unknown'})",
                             "memory": "catalogue", "power": "catalogue TDP", "scaling": e.scaling},
             }
-            o["reason"] = _reason(o, single, need_bytes)
+            o["reason"] = _reason({**o, "notes": e.notes}, single, need_bytes)
             if n == 1:
                 single = o
             candidates.append(o)

@@ -61,6 +61,12 @@ from dlbench.analysis.points import (  # noqa: F401
 from dlbench.errors import BadInput
 
 
+def _spec_of(name: str):
+    from dlbench import catalog
+
+    return catalog.lookup(name)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """What `estimate` answers; figures in samples/s for the whole build of `num_gpus` GPUs."""
@@ -136,6 +142,11 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
                      f"{_fmt_gpus(calib)}; band: {how}")
             if key[1] != precision:
                 notes.append(f"{precision}: no published rows; calibrated on {key[1]} (same tensor-core rate)")
+            vendor = getattr(spec, "vendor", None)
+            if vendor and vendor.lower() != "nvidia" and not any(
+                    (getattr(_spec_of(g), "vendor", "") or "").lower() == vendor.lower() for g in calib):
+                notes.append(f"calibrated on other vendors' GPUs only: {vendor}'s software stack may reach a "
+                             "different share of its peak")
     if single is None:
         from dlbench import catalog
 
