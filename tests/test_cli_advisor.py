@@ -79,7 +79,6 @@ def test_advise_json_and_table(run):
     ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2", "--utilization", "0"],
     ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2", "--utilization", "1.5"],
     ["cost", "--gpu", "RTX 9999", "--cloud-price-per-hour", "2"],
-    ["cost", "--gpu", "Quadro RTX 8000", "--cloud-price-per-hour", "2"],  # no catalogue price: --system-price
     ["estimate", "--gpu", "RTX 9999", "--workload", "resnet50", "--precision", "tf32"],
     ["estimate", "--gpu", "RTX 4090", "--workload", "resnet-50", "--precision", "tf32"],
     ["estimate", "--gpu", "V100 SXM2 16GB", "--workload", "resnet50", "--precision", "amp-bf16"],
@@ -93,6 +92,16 @@ def test_bad_input_exits_2_with_one_line(run, args):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     assert not result.output
+
+
+def test_cost_of_a_gpu_without_a_price_asks_for_the_system_price(run):
+    unpriced = [g for g in catalog.all_gpus() if g.price_usd is None and g.tdp_w]
+    if not unpriced:
+        pytest.skip("every catalogue GPU has a price")
+    args = ["cost", "--gpu", unpriced[0].name, "--cloud-price-per-hour", "2"]
+    result = run(args)
+    assert result.exit_code == 2 and "--system-price" in result.stderr
+    assert run([*args, "--system-price", "30000", "--json"]).exit_code == 0
 
 
 def test_commands_do_not_import_torch_and_exit_cleanly():
