@@ -153,6 +153,11 @@ def advise(
     if not 1 <= max_gpus <= MAX_GPUS_LIMIT:
         raise BadInput(f"--max-gpus must be between 1 and {MAX_GPUS_LIMIT}, got {max_gpus}")
 
+    model = est.get_model(extra_points)
+    key = (workload, est.CALIBRATION_PRECISION.get(precision, precision))
+    if model is None or key not in model.keys:
+        raise BadInput(f"no published or measured {workload} {precision} results to rank GPUs by: measure one "
+                       f"GPU with `dlbench run`, or choose another workload or precision")
     need = training_memory(model_params, precision) if model_params is not None else None
     need_bytes = need.total_bytes if need else (min_memory_gb * GIB if min_memory_gb else None)
 

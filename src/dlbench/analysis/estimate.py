@@ -39,6 +39,7 @@ from dlbench.analysis.gpu_scaling import (  # noqa: F401 - re-exported: the esti
 from dlbench.analysis.perf_model import (  # noqa: F401
     CALIBRATION_PRECISION,
     DEFAULT_FEATURES,
+    MIN_GPUS_FOR_OWN_BAND,
     Model,
     fit,
     get_model,
@@ -142,6 +143,9 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
                      f"{_fmt_gpus(calib)}; band: {how}")
             if key[1] != precision:
                 notes.append(f"{precision}: no published rows; calibrated on {key[1]} (same tensor-core rate)")
+            if len(calib) < MIN_GPUS_FOR_OWN_BAND:
+                notes.append(f"only {len(calib)} GPU(s) calibrate {key[0]} {key[1]}: the estimate leans on the "
+                             "slopes fitted on the other workloads and precisions")
             vendor = getattr(spec, "vendor", None)
             if vendor and vendor.lower() != "nvidia" and not any(
                     (getattr(_spec_of(g), "vendor", "") or "").lower() == vendor.lower() for g in calib):
