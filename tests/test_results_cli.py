@@ -78,6 +78,15 @@ def test_show_table_and_json_with_raw_step_times(capsys, two_runs):
     assert code == 0 and json.loads(out) == a
 
 
+def test_show_prints_brackets_in_errors_literally(capsys):
+    doc = store_docs.document(results=[store_docs.result(status="error")])
+    doc["results"][0]["error"] = "RuntimeError: shape [8, 3] vs [red]"
+    with open_store() as store:
+        store.save_run(doc)
+    code, out, _ = cli(capsys, "results", "show", "latest")
+    assert code == 0 and "shape [8, 3] vs [red]" in out
+
+
 def test_unknown_and_ambiguous_ids_exit_2_with_candidates(capsys):
     docs = [store_docs.document(run_id=f"beef{i}" + "0" * 27) for i in range(2)]
     with open_store() as store:

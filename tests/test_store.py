@@ -68,6 +68,7 @@ def test_valid_document_passes_unchanged():
     (lambda d: d["results"][0].update(samples_per_s=None), "results[0].samples_per_s: null although status"),
     (lambda d: d["results"][0].update(unit="tokens"), "results[0].unit: expected 'images', 'sequences'"),
     (lambda d: d["results"][0].update(telemetry=[1]), "results[0].telemetry: expected an object or null"),
+    (lambda d: d.update(notes=[1]), "notes: expected a string, a list of strings or null"),
 ])
 def test_invalid_documents_name_the_key(mutate, reason):
     doc = store_docs.document()
@@ -82,6 +83,7 @@ def test_extras_and_unknown_keys_are_kept():
     doc["results"][0].update(telemetry={"available": False, "reason": "no NVML"}, mfu=0.41,
                              vs_published={"ratio": 1.02}, warnings=["CV above 5%"], future_key=[1, 2])
     doc["command"] = ["dlbench", "run"]
+    doc["notes"] = ["quick suite", "interrupted"]
     assert documents.validate_document(doc)["results"][0]["future_key"] == [1, 2]
 
 

@@ -86,19 +86,27 @@ def select(vendor: str | None, min_memory_gb: float | None, form_factor: str | N
 
 
 def _list_table(specs: list[Any]):
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{len(specs)} GPUs (dense tensor TFLOPS; GeForce FP16/BF16 at the FP32-accumulate rate)")
-    for header in ("GPU", "Arch", "Memory", "Bandwidth GB/s", "FP16 TFLOPS", "BF16 TFLOPS", "TDP W", "Price USD"):
-        table.add_column(header, justify="left" if header in ("GPU", "Arch", "Memory") else "right")
+    table = Table(
+        title=f"{len(specs)} GPUs",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption="GB/s: memory bandwidth. FP16, BF16: dense tensor TFLOPS with FP32 accumulation (half rate on "
+        "GeForce). USD: launch or typical price (`dlbench gpus show NAME` gives its date and every source).",
+    )
+    table.add_column("GPU")
+    table.add_column("Arch")
+    table.add_column("Memory", no_wrap=True)
+    for header in ("GB/s", "FP16", "BF16", "TDP W", "USD"):  # numbers are never cut
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     for spec in specs:
         memory = "-" if spec.memory_bytes is None else f"{spec.memory_bytes / GIB:g} GB {spec.memory_type or ''}"
-        price = _num(spec.price_usd)
-        if spec.price_usd is not None and spec.price_date:
-            price = f"{price} ({spec.price_date[:4]})"
         table.add_row(
             spec.name, spec.architecture or "-", memory.strip(), _num(spec.memory_bandwidth_bytes_per_s, 1e9),
-            _tflops(spec.fp16_tensor_flops_per_s), _tflops(spec.bf16_tensor_flops_per_s), _num(spec.tdp_w), price,
+            _tflops(spec.fp16_tensor_flops_per_s), _tflops(spec.bf16_tensor_flops_per_s), _num(spec.tdp_w),
+            _num(spec.price_usd),
         )
     return table
 
@@ -169,7 +177,7 @@ def register(app: typer.Typer) -> None:
             return
         out = console()
         out.print(_list_table(specs))
-        out.print("Sources per GPU: `dlbench gpus show NAME`. Data credits: Epoch AI (CC BY 4.0), vendor datasheets, AIME.")
+        out.print("Data: vendor datasheets, AIME, Epoch AI (CC BY 4.0); see `dlbench gpus show NAME`.")
 
     @gpus_app.command("show")
     def show(

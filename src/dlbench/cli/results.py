@@ -40,6 +40,13 @@ def parse_since(text: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
+def _row(table, *cells: str) -> None:
+    """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
+    from rich.text import Text
+
+    table.add_row(*(Text(cell) for cell in cells))
+
+
 def _table_console():
     """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
     out = console()
@@ -92,8 +99,8 @@ def _results_table(doc: dict):
         spread = "-" if step.get("p5") is None or step.get("p95") is None else \
             f"{step['p5'] * 1e3:.1f}-{step['p95'] * 1e3:.1f}"
         status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
-        table.add_row(
-            r["workload"], r["precision"], r["compile"],
+        _row(
+            table, r["workload"], r["precision"], r["compile"],
             _batch_text(r),
             "-" if r.get("seq_len") is None else str(r["seq_len"]),
             _num(r.get("samples_per_s")), _num(r.get("cv"), 100.0), _num(step.get("median"), 1e3, 2), spread,
@@ -114,15 +121,15 @@ def _environment_table(doc: dict):
     for g, gpu in enumerate(gpus):
         memory = "" if gpu.get("memory_bytes") is None else f", {gpu['memory_bytes'] / 1e9:.1f} GB"
         cc = "" if gpu.get("compute_capability") is None else f", compute capability {gpu['compute_capability']}"
-        table.add_row(f"gpu {g}", f"{gpu['name']}{memory}{cc}")
+        _row(table, f"gpu {g}", f"{gpu['name']}{memory}{cc}")
     if not gpus:
-        table.add_row("gpus", "none")
+        _row(table, "gpus", "none")
     for key, value in env.items():
         if key == "gpus":
             continue
         if key == "memory_bytes" and value is not None:
             key, value = "memory", f"{value / 1e9:.1f} GB"
-        table.add_row(key, "-" if value is None else str(value))
+        _row(table, key, "-" if value is None else str(value))
     return table
 
 
@@ -187,7 +194,7 @@ def register(app: typer.Typer) -> None:
         for header in ("run id", "created (UTC)", "host", "GPU", "results ok/all", "workloads", "dlbench"):
             table.add_column(header)
         for run in found:
-            table.add_row(run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
+            _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
                           ", ".join(run["workloads"]), run["dlbench_version"])
         _table_console().print(table)

@@ -78,7 +78,8 @@ _TOP_REQUIRED = {
 }
 _TOP_OPTIONAL = {
     "command": _OPT_STR_LIST,
-    "notes": _OPT_STR,
+    "notes": (_nullable(lambda v: isinstance(v, str) or _list_of(lambda x: isinstance(x, str))(v)),
+              "a string, a list of strings or null"),
 }
 
 _ENV_REQUIRED = {
