@@ -44,6 +44,23 @@ def accuracy(features: tuple[str, ...]) -> list[dict]:
     return rows
 
 
+def band_coverage() -> dict:
+    """How many published single-GPU figures fall inside `dlbench estimate --spec-only`'s band."""
+    model = est.get_model()
+    inside, total, misses = 0, 0, []
+    for key in model.keys:
+        for gpu in model.gpus[key]:
+            e = est.estimate(gpu, key[0], key[1], spec_only=True)
+            if e.samples_per_s is None or e.published_samples_per_s is None:
+                continue
+            total += 1
+            if e.low <= e.published_samples_per_s <= e.high:
+                inside += 1
+            else:
+                misses.append(f"{gpu} {key[0]} {key[1]}")
+    return {"inside": inside, "total": total, "misses": misses}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -56,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             "default": features == est.DEFAULT_FEATURES, "rows": rows,
             "overall_median_ape": statistics.median(all_ape) if all_ape else None,
         }
+    coverage = band_coverage()
     if args.json:
-        json.dump(out, sys.stdout, indent=2)
+        json.dump({"variants": out, "band_coverage": coverage}, sys.stdout, indent=2)
         print()
         return 0
     for name, v in out.items():
@@ -70,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             flag = "" if r["median_ape"] <= TARGET_MEDIAN_APE else "  > target"
             print(f"{r['workload']:<18} {r['precision']:<9} {r['gpus']:>4} {r['median_ape']:>10.1%} "
                   f"{r['max_ape']:>8.1%}  {r['worst_gpu']}{flag}")
+    if coverage["total"]:
+        print(f"\nband coverage (default model, each GPU predicted without its own results): "
+              f"{coverage['inside']}/{coverage['total']} published figures inside "
+              f"({coverage['inside'] / coverage['total']:.0%}); outside: {', '.join(coverage['misses'])}")
     return 0
 
 

@@ -91,3 +91,14 @@ def test_training_memory_formula():
     assert m.weights_bytes + m.gradients_bytes + m.optimizer_bytes == 16e9  # 4 + 4 + 8 bytes per parameter
     assert m.total_bytes == pytest.approx(16e9 * 1.5)
     assert "16 B" in m.formula
+
+
+def test_workload_with_nothing_to_calibrate_on_is_bad_input():
+    from dlbench.reference import load_published
+
+    published = {r.workload for r in load_published()}
+    missing = [w for w in ("bert-base-mlm", "bert-large-mlm", "bert-base-squad") if w not in published]
+    if not missing:
+        pytest.skip("every workload has published results")
+    with pytest.raises(BadInput, match="dlbench run"):
+        adv.advise(workload=missing[0])

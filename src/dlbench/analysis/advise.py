@@ -102,9 +102,14 @@ def _reason(o: dict, single: dict | None, need_bytes: float | None) -> str:
     else:
         src = f"{kind} result"
     parts = [src]
+    parts += [n for n in o.get("notes", ()) if n.startswith("calibrated on other vendors")][:1]
     if single is not None and o["num_gpus"] > 1:
         parts.append(f"{o['samples_per_s'] / single['samples_per_s']:.2f}x the speed of one for "
                      f"{o['total_cost_usd'] / single['total_cost_usd']:.2f}x the cost")
+    sc = o["figures"].get("scaling")
+    if sc and o["num_gpus"] > 1:
+        assumed = " (assumed from a similar GPU)" if "assumed" in sc["source"] or "no seed" in sc["source"] else ""
+        parts.append(f"{sc['low']:.2f}-{sc['high']:.2f} per added GPU{assumed}")
     mem = o["memory_bytes_per_gpu"]
     if mem:
         if need_bytes:
@@ -148,6 +153,11 @@ def advise(
     if not 1 <= max_gpus <= MAX_GPUS_LIMIT:
         raise BadInput(f"--max-gpus must be between 1 and {MAX_GPUS_LIMIT}, got {max_gpus}")
 
+    model = est.get_model(extra_points)
+    key = (workload, est.CALIBRATION_PRECISION.get(precision, precision))
+    if model is None or key not in model.keys:
+        raise BadInput(f"no published or measured {workload} {precision} results to rank GPUs by: measure one "
+                       f"GPU with `dlbench run`, or choose another workload or precision")
     need = training_memory(model_params, precision) if model_params is not None else None
     need_bytes = need.total_bytes if need else (min_memory_gb * GIB if min_memory_gb else None)
 
@@ -192,10 +202,11 @@ def advise(
                 "samples_per_s_per_kusd": e.samples_per_s / own.total_usd * 1000.0,
                 "samples_per_s_per_w": e.samples_per_s / (tdp * n), "form_factor": ff,
                 "ownership": own.to_dict(),
-                "figures": {"throughput": e.kind, "price": f"catalogue ({price_date or 'date unknown'})",
+                "figures": {"throughput": e.kind, "price": f"catalogue: {getattr(spec, 'price_kind', None) or 'price'} "
+                                     f"({price_date or 'date unknown'})",
                             "memory": "catalogue", "power": "catalogue TDP", "scaling": e.scaling},
             }
-            o["reason"] = _reason(o, single, need_bytes)
+            o["reason"] = _reason({**o, "notes": e.notes}, single, need_bytes)
             if n == 1:
                 single = o
             candidates.append(o)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import typer
 
-from dlbench.cli._common import console, json_option, print_json
+from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._measured import load_points, runs_option
 
 KIND_STYLE = {"measured": "green", "published": "cyan", "estimated": "yellow"}
 
@@ -44,6 +45,8 @@ def register(app: typer.Typer) -> None:
         host_power_w: float = typer.Option(costs.DEFAULT_HOST_POWER_W, "--host-power-w",
                                            help="Power of a 2-GPU host without its GPUs, in W (seed 001: 100)."),
         top: int = typer.Option(15, "--top", help="Show this many options in the table (all with --json)."),
+        use_runs: bool = runs_option(),
+        db: str | None = db_option(),
         as_json: bool = json_option(),
     ) -> None:
         """Rank GPUs (and multi-GPU builds) by performance per dollar of total cost of ownership."""
@@ -51,7 +54,7 @@ def register(app: typer.Typer) -> None:
                        model_params=model_params, budget_usd=budget_usd, form_factor=form_factor,
                        max_gpus=max_gpus, electricity_price_usd_per_kwh=electricity_price,
                        utilization=utilization, years=years, host_price_usd=host_price_usd,
-                       host_power_w=host_power_w)
+                       host_power_w=host_power_w, extra_points=load_points(db, use_runs))
         if as_json:
             print_json(a.to_dict())
             return

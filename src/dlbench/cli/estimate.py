@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import typer
 
-from dlbench.cli._common import console, json_option, print_json
+from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._measured import load_points, runs_option
 
 
 def _fmt(v: float | None) -> str:
@@ -27,12 +28,16 @@ def register(app: typer.Typer) -> None:
         gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (data parallel)."),
         spec_only: bool = typer.Option(False, "--spec-only",
                                        help="Use the model even where a published result exists."),
+        use_runs: bool = runs_option(),
+        db: str | None = db_option(),
         as_json: bool = json_option(),
     ) -> None:
         """Estimate training samples/s for a GPU, with a low-high band and its basis."""
-        from dlbench.analysis.estimate import estimate
+        from dlbench.analysis.estimate import estimate, resolve_gpu
 
-        e = estimate(gpu, workload, precision, num_gpus=gpus, spec_only=spec_only)
+        resolve_gpu(gpu)  # an unknown name fails before any database is opened
+        e = estimate(gpu, workload, precision, num_gpus=gpus, spec_only=spec_only,
+                     extra_points=load_points(db, use_runs))
         if e.samples_per_s is None:
             from dlbench.errors import BadInput
 
