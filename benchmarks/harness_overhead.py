@@ -12,7 +12,8 @@ ratio dlbench / bare, and the ratio of the sums. Target: >= 0.98.
 
 On a shared or noisy machine round-to-round noise can exceed the harness cost by far, so the script also
 measures that cost directly: the extra time per step of `measure()` over a bare loop when the step itself
-is a one-parameter no-op (median of 5 x 2000 steps), and what fraction it is of the workload's step.
+is a one-parameter no-op (median of 5 x 2000 steps), and what fraction it is of the workload's step; on a
+CPU it also compares the process CPU time of the measured steps, which other processes barely disturb.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ import statistics
 import time
 
 
-def bare_loop(config, workload) -> float:
-    """Samples/s of a hand-written training loop (the reference): no per-step timing, no callbacks."""
+def bare_loop(config, workload, cpu_times: list | None = None) -> float:
+    """Samples/s of a hand-written training loop (the reference): no per-step timing, no callbacks.
+
+    `cpu_times`, if given, receives the process CPU seconds of the measured steps.
+    """
     import torch
 
     device = torch.device("cuda" if config.device == "cuda" else config.device)
@@ -59,11 +63,14 @@ def bare_loop(config, workload) -> float:
     for _ in range(config.warmup_steps):
         step()
     synchronize()
-    start = time.perf_counter()
+    cpu_start, start = time.process_time(), time.perf_counter()
     for _ in range(config.steps):
         step()
     synchronize()
-    return config.batch_size * config.steps / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if cpu_times is not None:
+        cpu_times.append(time.process_time() - cpu_start)
+    return config.batch_size * config.steps / elapsed
 
 
 class _NoopWorkload:
@@ -120,12 +127,21 @@ def harness_cost_per_step(device: str, steps: int, rounds: int) -> float:
     return statistics.median(deltas)
 
 
-def dlbench_loop(config) -> float:
-    """Samples/s as dlbench reports it for one repeat."""
+def dlbench_loop(config, cpu_times: list | None = None) -> float:
+    """Samples/s as dlbench reports it for one repeat.
+
+    `cpu_times`, if given, receives the process CPU seconds between measure()'s `sync()` calls, which
+    bracket the measured steps.
+    """
     from dlbench.analysis.stats import summarize
     from dlbench.runner.measure import measure
 
-    result = measure(config, progress=lambda phase, done, total: None)
+    marks: list[float] = []
+    result = measure(
+        config, progress=lambda phase, done, total: None, sync=lambda: marks.append(time.process_time())
+    )
+    if cpu_times is not None:
+        cpu_times.append(marks[1] - marks[0])
     return summarize([r["step_times_s"] for r in result["repeats"]], config.batch_size)["samples_per_s"]
 
 
@@ -172,9 +188,12 @@ def main() -> None:
         f"{args.rounds} rounds x ({args.warmup} warm-up + {args.steps} measured steps) per side, order alternating"
     )
 
-    ours, bare = [], []
+    ours, bare, ours_cpu, bare_cpu = [], [], [], []
     for r in range(args.rounds):
-        sides = [("dlbench", dlbench_loop, (config,)), ("bare", bare_loop, (config, workload))]
+        sides = [
+            ("dlbench", dlbench_loop, (config, ours_cpu)),
+            ("bare", bare_loop, (config, workload, bare_cpu)),
+        ]
         if r % 2:
             sides.reverse()
         rates = {label: fn(*fn_args) for label, fn, fn_args in sides}
@@ -191,6 +210,13 @@ def main() -> None:
         f"ratio dlbench/bare: mean of rounds {statistics.fmean(ratios):.4f} "
         f"(median {statistics.median(ratios):.4f}), of means {statistics.fmean(ours) / statistics.fmean(bare):.4f}"
     )
+    if not device.startswith("cuda"):
+        # On a host device the CPU time of this process is the work itself, far less disturbed by other load.
+        print(
+            f"ratio by process CPU time of the measured steps (bare / dlbench): "
+            f"{statistics.fmean(bare_cpu) / statistics.fmean(ours_cpu):.4f} "
+            f"(median of rounds {statistics.median(b / o for b, o in zip(bare_cpu, ours_cpu, strict=True)):.4f})"
+        )
     step_s = batch / statistics.median(bare)
     print(
         f"harness cost per step (no-op step, median of 5 x 2000 steps): {cost_s * 1e6:.1f} us = "
