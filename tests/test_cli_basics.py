@@ -11,10 +11,9 @@ from dlbench.cli.app import get_app
 
 
 def _walk(command, path=()):
-    import click
-
+    # typer >= 0.29 vendors click, so check for sub-commands by attribute rather than by click's Group class
     yield path, command
-    if isinstance(command, click.Group):
+    if hasattr(command, "commands"):
         for name, sub in command.commands.items():
             yield from _walk(sub, (*path, name))
 
@@ -31,6 +30,14 @@ def test_every_command_and_option_has_help():
             if param.param_type_name == "option" and not getattr(param, "help", None):
                 missing.append(f"{' '.join(path)} {param.opts[0]}")
     assert not missing, f"commands/options without help text: {missing}"
+
+
+def test_walk_sees_every_registered_group():
+    import typer.main
+
+    root = typer.main.get_command(get_app())
+    names = {path[0] for path, _ in _walk(root) if path}
+    assert {"run", "results", "gpus", "report"} <= names or len(names) == len(root.commands)
 
 
 def test_version():
@@ -51,3 +58,23 @@ def test_unknown_command_exits_2():
                           timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys):
+    import pytest
+
+    from dlbench.cli import app as app_module
+    from dlbench.errors import BadInput
+
+    def boom():
+        raise BadInput("unknown thing 'x'")
+
+    original = app_module.get_app
+    try:
+        app_module.get_app = lambda: (lambda **_: boom())
+        with pytest.raises(SystemExit) as exc:
+            app_module.main(["anything"])
+    finally:
+        app_module.get_app = original
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: unknown thing 'x'"

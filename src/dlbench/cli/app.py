@@ -15,6 +15,7 @@ from functools import lru_cache
 import typer
 
 from dlbench import __version__
+from dlbench.errors import BadInput
 
 # Order is the order in `dlbench --help`.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> None:
         get_app()(args=argv, prog_name="dlbench")
     except SystemExit:
         raise
+    except BadInput as exc:  # typer >= 0.29 vendors click, so its handler does not catch click exceptions
+        exc.show()
+        sys.exit(exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback for users
         if os.environ.get("DLBENCH_DEBUG"):
             raise

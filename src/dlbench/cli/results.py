@@ -1,9 +1,273 @@
-"""`dlbench results` (not yet written: registers nothing)."""
+"""`dlbench results list|show|export|import|delete`: the stored runs.
+
+Parsing and printing only; the work is in `dlbench.store`. Values are SI inside and converted here, at the
+display edge (ms, GB, TFLOP/s). `--json` output and `results export` columns are a contract.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+
 import typer
+
+from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.errors import BadInput
+
+RUN_REF_HELP = "Run id, a unique prefix of one (as git does), or 'latest'."
+
+
+class ExportFormat(str, Enum):
+    csv = "csv"
+    json = "json"
+
+
+def parse_since(text: str | None) -> datetime | None:
+    """`--since` value (a date or ISO 8601 time; without a zone it means UTC) → aware datetime."""
+    if text is None:
+        return None
+    raw = text.strip()
+    value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"--since {text!r}: expected a date such as 2026-01-31 or a time such as "
+                       "2026-01-31T14:00") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _row(table, *cells: str) -> None:
+    """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
+    from rich.text import Text
+
+    table.add_row(*(Text(cell) for cell in cells))
+
+
+def _table_console():
+    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 200)
+    return out
+
+
+def _open(db: str | None):
+    from dlbench.store import open_store
+
+    return open_store(db)
+
+
+def _num(value, scale: float = 1.0, digits: int = 1) -> str:
+    return "-" if value is None else f"{value * scale:,.{digits}f}"
+
+
+def _when(iso: str) -> str:
+    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M")
+
+
+def _gpu_text(names: list[str], count: int) -> str:
+    if not names:
+        return "no GPU"
+    if len(names) == 1 and count > 1:
+        return f"{count} x {names[0]}"
+    return ", ".join(names)
+
+
+def _batch_text(result: dict) -> str:
+    """Per-device batch, with the number of devices when there are several."""
+    if result.get("batch_size") is None:
+        return "-"
+    if result["world_size"] == 1:
+        return str(result["batch_size"])
+    return f"{result['batch_size']} x {result['world_size']}"
+
+
+def _results_table(doc: dict):
+    from rich.table import Table
+
+    table = Table(title="Results", title_justify="left")
+    for header in ("workload", "precision", "compile", "batch", "seq", "samples/s", "CV %", "step ms (median)",
+                   "step ms (p5-p95)", "peak mem GB", "TFLOP/s", "compile s", "status"):
+        table.add_column(header, justify="left" if header in ("workload", "precision", "compile", "status")
+                         else "right")
+    for r in doc["results"]:
+        step = r.get("step_time_s") or {}
+        spread = "-" if step.get("p5") is None or step.get("p95") is None else \
+            f"{step['p5'] * 1e3:.1f}-{step['p95'] * 1e3:.1f}"
+        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
+        _row(
+            table, r["workload"], r["precision"], r["compile"],
+            _batch_text(r),
+            "-" if r.get("seq_len") is None else str(r["seq_len"]),
+            _num(r.get("samples_per_s")), _num(r.get("cv"), 100.0), _num(step.get("median"), 1e3, 2), spread,
+            _num(r.get("peak_memory_bytes"), 1e-9, 2), _num(r.get("achieved_flops_per_s"), 1e-12, 2),
+            _num(r.get("compile_time_s")), status,
+        )
+    return table
+
+
+def _environment_table(doc: dict):
+    from rich.table import Table
+
+    env = doc["environment"]
+    table = Table(title="Environment", title_justify="left", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    gpus = env.get("gpus") or []
+    for g, gpu in enumerate(gpus):
+        memory = "" if gpu.get("memory_bytes") is None else f", {gpu['memory_bytes'] / 1e9:.1f} GB"
+        cc = "" if gpu.get("compute_capability") is None else f", compute capability {gpu['compute_capability']}"
+        _row(table, f"gpu {g}", f"{gpu['name']}{memory}{cc}")
+    if not gpus:
+        _row(table, "gpus", "none")
+    for key, value in env.items():
+        if key == "gpus":
+            continue
+        if key == "memory_bytes" and value is not None:
+            key, value = "memory", f"{value / 1e9:.1f} GB"
+        _row(table, key, "-" if value is None else str(value))
+    return table
+
+
+def _write_export(rows: list[dict], fmt: ExportFormat, output: Path | None) -> None:
+    from dlbench.store.rows import EXPORT_COLUMNS
+
+    if fmt is ExportFormat.json:
+        if output is None:
+            print_json(rows)
+            return
+        from dlbench.jsonio import write_json_atomic
+
+        write_json_atomic(output, rows)
+    else:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        if output is None:
+            sys.stdout.write(buffer.getvalue())
+            return
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(buffer.getvalue(), encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"{output}: cannot write ({exc.strerror})") from None
+    typer.echo(f"wrote {len(rows)} row(s) to {output}", err=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `dlbench results ...` to `app`."""
+    results_app = typer.Typer(
+        help="Stored runs: list, show, export (CSV/JSON), import and delete.", no_args_is_help=True,
+    )
+    app.add_typer(results_app, name="results")
+
+    @results_app.command("list")
+    def list_cmd(
+        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
+                                          "text (case-insensitive), e.g. H100."),
+        workload: str | None = typer.Option(None, "--workload", help="Only runs with a workload whose name "
+                                               "contains this text, e.g. resnet50 or bert."),
+        since: str | None = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
+                                            "this date or time (ISO 8601, UTC unless a zone is given)."),
+        as_json: bool = json_option(),
+        db: str | None = db_option(),
+    ) -> None:
+        """List stored runs, newest first."""
+        since_dt = parse_since(since)
+        with _open(db) as store:
+            found = store.list_runs(gpu=gpu, workload=workload, since=since_dt)
+            label = store.label
+        if as_json:
+            print_json(found)
+            return
+        if not found:
+            typer.echo(f"No stored runs match (database: {label}).")
+            return
+        from rich.table import Table
+
+        table = Table()
+        for header in ("run id", "created (UTC)", "host", "GPU", "results ok/all", "workloads", "dlbench"):
+            table.add_column(header)
+        for run in found:
+            _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
+                          _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
+                          ", ".join(run["workloads"]), run["dlbench_version"])
+        _table_console().print(table)
+
+    @results_app.command("show")
+    def show_cmd(
+        run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
+        as_json: bool = typer.Option(False, "--json", help="Print the full result document as JSON, including "
+                                     "every raw step time."),
+        db: str | None = db_option(),
+    ) -> None:
+        """Show one run: its environment and a table of its results."""
+        with _open(db) as store:
+            doc = store.get_run(run)
+        if as_json:
+            print_json(doc)
+            return
+        out = _table_console()
+        out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
+                  f"dlbench {doc['dlbench_version']}, schema {doc['schema_version']}")
+        out.print(_environment_table(doc))
+        out.print(_results_table(doc))
+        out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
+
+    @results_app.command("export")
+    def export_cmd(
+        runs: list[str] | None = typer.Argument(None, metavar="[RUN_ID]...", help="Runs to export (ids, "
+                                                   "unique prefixes or 'latest'); all runs when none is given."),
+        fmt: ExportFormat = typer.Option(ExportFormat.csv, "--format", help="Output format: csv (one row per "
+                                         "result) or json (a list of the same rows)."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of "
+                                              "standard output."),
+        db: str | None = db_option(),
+    ) -> None:
+        """Export results as flat rows, one per result, with units in the column names."""
+        with _open(db) as store:
+            rows = store.export_rows(runs or None)
+        _write_export(rows, fmt, output)
+
+    @results_app.command("import")
+    def import_cmd(
+        sources: list[Path] = typer.Argument(..., metavar="PATH...", help="Result documents (JSON) or folders "
+                                             "of them."),
+        as_json: bool = json_option(),
+        db: str | None = db_option(),
+    ) -> None:
+        """Import result documents; all files are validated first and nothing is imported if one is bad."""
+        with _open(db) as store:
+            summary = store.import_paths(sources)
+        if as_json:
+            print_json(summary)
+        elif summary["files"] == 0:
+            typer.echo("No JSON documents found; nothing imported.")
+        else:
+            typer.echo(f"Imported {summary['imported']} run(s); {summary['skipped']} already stored "
+                       f"(from {summary['files']} file(s)).")
+
+    @results_app.command("delete")
+    def delete_cmd(
+        run: str = typer.Argument(..., metavar="RUN_ID", help=RUN_REF_HELP),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking for confirmation."),
+        db: str | None = db_option(),
+    ) -> None:
+        """Delete a stored run (database row and its JSON copy in the data directory)."""
+        with _open(db) as store:
+            run_id = store.resolve(run)
+            if not yes:
+                doc = store.get_run(run_id)
+                names = [g["name"] for g in doc["environment"]["gpus"]]
+                question = (f"Delete run {run_id} ({_when(doc['created_at'])}, "
+                            f"{_gpu_text(sorted(set(names)), len(names))}, {len(doc['results'])} result(s))?")
+                if not typer.confirm(question, default=False, err=True):
+                    typer.echo("Nothing deleted.", err=True)
+                    raise typer.Exit(1)
+            store.delete_run(run_id)
+        typer.echo(f"Deleted run {run_id}.")

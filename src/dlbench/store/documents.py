@@ -1,0 +1,257 @@
+"""The JSON result document: validation, version upgrades, loading (`dlbench results import run.json`).
+
+A document is what `dlbench run --json PATH` writes (issue 2, "Output"): `schema_version`, `run_id`,
+`created_at`, `dlbench_version`, `environment` and `results`. `validate_document` checks every required key and
+its type and raises `DataError` naming the key (and the result index) that is wrong. Documents written by an
+older dlbench are upgraded step by step through `UPGRADES`; a document from a newer dlbench is refused with a
+message saying so, rather than half-understood.
+
+Keys not listed here are kept as they are (other parts of dlbench add optional extras such as `telemetry`,
+`ranks` or `vs_published`); the extras that are known have their types checked too.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import re
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dlbench.errors import DataError
+from dlbench.jsonio import read_json
+
+SCHEMA_VERSION = 1
+
+STATUSES = ("ok", "oom", "error", "timeout", "skipped")
+RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+# UPGRADES[n] turns a version-n document into a version-(n + 1) document (it receives a deep copy and
+# returns the upgraded document). Version 1 is the first version, so there is nothing to upgrade yet; when
+# version 2 appears, add `UPGRADES[1] = _v1_to_v2` and the loader reads both.
+UPGRADES: dict[int, Callable[[dict], dict]] = {}
+
+# Type checkers: each returns True when the value is acceptable.
+_Check = Callable[[Any], bool]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def _nullable(check: _Check) -> _Check:
+    return lambda v: v is None or check(v)
+
+
+def _list_of(check: _Check) -> _Check:
+    return lambda v: isinstance(v, list) and all(check(x) for x in v)
+
+
+_STR = (lambda v: isinstance(v, str), "a string")
+_OPT_STR = (_nullable(lambda v: isinstance(v, str)), "a string or null")
+_INT = (_is_int, "an integer")
+_OPT_INT = (_nullable(_is_int), "an integer or null")
+_OPT_NUM = (_nullable(_is_number), "a finite number or null")
+_OPT_DICT = (_nullable(lambda v: isinstance(v, dict)), "an object or null")
+_OPT_LIST = (_nullable(lambda v: isinstance(v, list)), "a list or null")
+_OPT_NUM_LIST = (_nullable(_list_of(_is_number)), "a list of finite numbers or null")
+_OPT_STR_LIST = (_nullable(_list_of(lambda v: isinstance(v, str))), "a list of strings or null")
+# Library versions arrive as strings, integers (cuDNN's 90100) or lists (NCCL's (2, 21, 5)).
+_VERSION = (_nullable(lambda v: isinstance(v, (str, list)) or _is_int(v)),
+            "a string, integer, list or null")
+_ANY = (lambda v: True, "any JSON value")
+
+_TOP_REQUIRED = {
+    "schema_version": _INT,
+    "run_id": _STR,
+    "created_at": _STR,
+    "dlbench_version": _STR,
+    "environment": (lambda v: isinstance(v, dict), "an object"),
+    "results": (lambda v: isinstance(v, list), "a list"),
+}
+_TOP_OPTIONAL = {
+    "command": _OPT_STR_LIST,
+    "notes": (_nullable(lambda v: isinstance(v, str) or _list_of(lambda x: isinstance(x, str))(v)),
+              "a string, a list of strings or null"),
+}
+
+_ENV_REQUIRED = {
+    "hostname": _OPT_STR,
+    "os": _OPT_STR,
+    "python_version": _OPT_STR,
+    "torch_version": _OPT_STR,
+    "cuda_version": _VERSION,
+    "cudnn_version": _VERSION,
+    "nccl_version": _VERSION,
+    "driver_version": _VERSION,
+    "cpu_model": _OPT_STR,
+    "cpu_count": _OPT_INT,
+    "memory_bytes": _OPT_INT,
+    "gpus": (lambda v: isinstance(v, list), "a list"),
+    "git_commit": _OPT_STR,
+}
+_GPU_REQUIRED = {
+    "name": _STR,
+    "memory_bytes": _OPT_INT,
+    "compute_capability": (_nullable(lambda v: isinstance(v, (str, list, float))),
+                           "a string, list, number or null"),
+    "multiprocessor_count": _OPT_INT,
+}
+
+_RESULT_REQUIRED = {
+    "workload": _STR,
+    "precision": _STR,
+    "compile": _STR,
+    "batch_size": _OPT_INT,
+    "seq_len": _OPT_INT,
+    "device": _OPT_STR,
+    "world_size": _INT,
+    "status": (lambda v: v in STATUSES, "one of " + ", ".join(STATUSES)),
+    "error": _OPT_STR,
+    "samples_per_s": _OPT_NUM,
+    "samples_per_s_repeats": _OPT_NUM_LIST,
+    "cv": _OPT_NUM,
+    "step_time_s": _OPT_DICT,
+    "warmup_step_times_s": _OPT_NUM_LIST,
+    "repeats": _OPT_LIST,
+    "compile_time_s": _OPT_NUM,
+    "peak_memory_bytes": _OPT_INT,
+    "flops_per_sample": _OPT_NUM,
+    "achieved_flops_per_s": _OPT_NUM,
+    "start_temperature_c": _OPT_NUM,
+}
+# Optional extras other parts add (CONTRACTS.md); their shapes are checked where they are settled.
+_RESULT_OPTIONAL = {
+    "telemetry": _OPT_DICT,
+    "telemetry_reason": _OPT_STR,
+    "nodes": (_nullable(lambda v: _is_int(v) or isinstance(v, list)), "an integer, list or null"),
+    "ranks": _OPT_LIST,
+    "scaling_efficiency": _OPT_NUM,
+    "vs_published": _ANY,
+    "mfu": _OPT_NUM,
+    "precision_flags": _OPT_DICT,
+    "warnings": _OPT_STR_LIST,
+    "flavour": _OPT_STR,
+    "unit": (_nullable(lambda v: v in ("images", "sequences")), "'images', 'sequences' or null"),
+}
+STEP_TIME_KEYS = ("mean", "median", "p5", "p95")
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    return {dict: "object", list: "list", str: "string", int: "integer", float: "number"}.get(type(v), type(v).__name__)
+
+
+def _check_keys(obj: dict, required: dict, optional: dict, where: str) -> None:
+    for key, (check, expected) in required.items():
+        if key not in obj:
+            raise DataError(f"{where}{key}: missing (required key)")
+        if not check(obj[key]):
+            raise DataError(f"{where}{key}: expected {expected}, got {_type_name(obj[key])}")
+    for key, (check, expected) in optional.items():
+        if key in obj and not check(obj[key]):
+            raise DataError(f"{where}{key}: expected {expected}, got {_type_name(obj[key])}")
+
+
+def parse_created_at(value: str) -> datetime:
+    """ISO 8601 timestamp → aware UTC datetime (a timestamp without zone is taken as UTC)."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not accept "Z"
+        text = text[:-1] + "+00:00"
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def _validate_result(result: Any, i: int) -> None:
+    where = f"results[{i}]."
+    if not isinstance(result, dict):
+        raise DataError(f"results[{i}]: expected an object, got {_type_name(result)}")
+    _check_keys(result, _RESULT_REQUIRED, _RESULT_OPTIONAL, where)
+    if result["world_size"] < 1:
+        raise DataError(f"{where}world_size: must be >= 1, got {result['world_size']}")
+    step = result["step_time_s"]
+    if step is not None:
+        for key in STEP_TIME_KEYS:
+            if key not in step:
+                raise DataError(f"{where}step_time_s.{key}: missing (required key)")
+            if not _OPT_NUM[0](step[key]):
+                raise DataError(f"{where}step_time_s.{key}: expected {_OPT_NUM[1]}, got {_type_name(step[key])}")
+    for r, rep in enumerate(result["repeats"] or []):
+        if not isinstance(rep, dict):
+            raise DataError(f"{where}repeats[{r}]: expected an object, got {_type_name(rep)}")
+        if "step_times_s" not in rep:
+            raise DataError(f"{where}repeats[{r}].step_times_s: missing (required key)")
+        if not _list_of(_is_number)(rep["step_times_s"]):
+            raise DataError(f"{where}repeats[{r}].step_times_s: expected a list of finite numbers")
+    if result["status"] == "ok" and result["samples_per_s"] is None:
+        raise DataError(f"{where}samples_per_s: null although status is 'ok'")
+
+
+def _validate_v1(doc: dict) -> None:
+    _check_keys(doc, _TOP_REQUIRED, _TOP_OPTIONAL, "")
+    if not RUN_ID_RE.match(doc["run_id"]):
+        raise DataError(f"run_id: expected 32 lowercase hex characters (a uuid4 hex), got {doc['run_id']!r}")
+    try:
+        parse_created_at(doc["created_at"])
+    except ValueError:
+        raise DataError(f"created_at: not an ISO 8601 timestamp: {doc['created_at']!r}") from None
+    env = doc["environment"]
+    _check_keys(env, _ENV_REQUIRED, {}, "environment.")
+    for g, gpu in enumerate(env["gpus"]):
+        if not isinstance(gpu, dict):
+            raise DataError(f"environment.gpus[{g}]: expected an object, got {_type_name(gpu)}")
+        _check_keys(gpu, _GPU_REQUIRED, {}, f"environment.gpus[{g}].")
+    for i, result in enumerate(doc["results"]):
+        _validate_result(result, i)
+
+
+def validate_document(doc: Any) -> dict:
+    """Check `doc` against the result schema and return it at the current `SCHEMA_VERSION`.
+
+    Older versions are upgraded (on a copy); a newer version or any missing key or wrong type raises
+    `DataError` with the key path, e.g. `results[2].samples_per_s: expected a finite number or null, got string`.
+    """
+    if not isinstance(doc, dict):
+        raise DataError(f"expected a JSON object (a dlbench result document), got {_type_name(doc)}")
+    if "schema_version" not in doc:
+        raise DataError("schema_version: missing (is this a dlbench result document?)")
+    version = doc["schema_version"]
+    if not _is_int(version) or version < 1:
+        raise DataError(f"schema_version: expected a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise DataError(f"schema_version {version} is newer than this dlbench reads (up to {SCHEMA_VERSION}); "
+                        "upgrade dlbench to read it")
+    if version < SCHEMA_VERSION:
+        doc = copy.deepcopy(doc)
+        while doc["schema_version"] < SCHEMA_VERSION:
+            step = UPGRADES.get(doc["schema_version"])
+            if step is None:
+                raise DataError(f"schema_version {doc['schema_version']}: no upgrade to "
+                                f"{doc['schema_version'] + 1} is known")
+            doc = step(doc)
+    _validate_v1(doc)
+    return doc
+
+
+def load_document(path: str | os.PathLike[str]) -> dict:
+    """Read and validate a result document; every error names the file."""
+    path = Path(path)
+    doc = read_json(path)  # DataError naming the file when missing or not JSON
+    try:
+        return validate_document(doc)
+    except DataError as exc:
+        raise DataError(f"{path}: {exc.format_message()}") from None

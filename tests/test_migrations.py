@@ -1,0 +1,128 @@
+"""Database migrations: from an empty database and from every earlier revision to the newest, the schema the
+migrations build is exactly `dlbench.store.schema` (Alembic's autogenerate comparison finds no difference).
+
+Run: `PYTHONPATH=src python -m pytest -q tests/test_migrations.py`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+import store_docs
+from dlbench.errors import DataError
+from dlbench.store import db, open_store
+from dlbench.store.schema import HEAD_REVISION, metadata
+
+
+def _revisions() -> list[str]:
+    """Every revision, oldest first."""
+    return [rev.revision for rev in reversed(list(db.script_directory().walk_revisions()))]
+
+
+def _schema_differences(url: str) -> list:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return compare_metadata(MigrationContext.configure(conn), metadata)
+    finally:
+        engine.dispose()
+
+
+def _current(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return set(MigrationContext.configure(conn).get_current_heads())
+    finally:
+        engine.dispose()
+
+
+def _upgrade_to(url: str, revision: str) -> None:
+    engine, label = db.connect(url)
+    try:
+        with db.transaction(engine, write=True) as conn:
+            command.upgrade(db._alembic_config(conn), revision)
+    finally:
+        engine.dispose()
+
+
+def test_revisions_form_one_line():
+    script = db.script_directory()
+    assert len(script.get_heads()) == 1, "migrations have branched: merge the heads"
+    assert _revisions(), "no migrations found (is the migrations folder packaged?)"
+    assert script.get_heads() == [HEAD_REVISION], "update schema.HEAD_REVISION with the new migration"
+
+
+def test_empty_database_is_migrated_to_the_schema_on_open(tmp_path):
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    with open_store(url):
+        pass
+    assert _current(url) == set(db.script_directory().get_heads())
+    assert _schema_differences(url) == []
+    with sqlite3.connect(tmp_path / "empty.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.mark.parametrize("revision", _revisions())
+def test_upgrade_from_every_earlier_revision_keeps_data(tmp_path, revision):
+    """Stop at `revision`, store a run if the runs table exists there, then open the store (migrating to
+    head): the schema matches and the run reads back."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    _upgrade_to(url, revision)
+    assert _current(url) == {revision}
+    heads = set(db.script_directory().get_heads())
+    doc = store_docs.document()
+    if revision in heads:
+        with open_store(url) as store:
+            store.save_run(doc)
+    with open_store(url) as store:
+        if revision in heads:
+            assert store.get_run(doc["run_id"]) == doc
+    assert _current(url) == heads
+    assert _schema_differences(url) == []
+
+
+def test_downgrade_to_base_and_back(tmp_path):
+    url = f"sqlite:///{tmp_path / 'down.db'}"
+    with open_store(url):
+        pass
+    _upgrade_to(url, "head")
+    engine, _ = db.connect(url)
+    try:
+        with db.transaction(engine, write=True) as conn:
+            command.downgrade(db._alembic_config(conn), "base")
+        with engine.connect() as conn:
+            assert set(sa.inspect(conn).get_table_names()) <= {"alembic_version"}
+    finally:
+        engine.dispose()
+    with open_store(url):
+        pass
+    assert _schema_differences(url) == []
+
+
+def test_reopening_is_a_no_op_that_keeps_data(tmp_path):
+    url = f"sqlite:///{tmp_path / 'again.db'}"
+    doc = store_docs.document()
+    with open_store(url) as store:
+        store.save_run(doc)
+    with open_store(url) as store:
+        assert store.get_run("latest") == doc
+
+
+def test_database_from_a_newer_dlbench_is_refused(tmp_path):
+    path = tmp_path / "newer.db"
+    url = f"sqlite:///{path}"
+    with open_store(url):
+        pass
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    with pytest.raises(DataError) as err:
+        open_store(url)
+    message = err.value.format_message()
+    assert str(path) in message and "9999_from_the_future" in message and "newer dlbench" in message
