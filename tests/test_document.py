@@ -20,6 +20,7 @@ from dlbench.runner.document import (
     build_document,
     make_result,
 )
+from dlbench.store.documents import validate_document
 from dlbench.telemetry.environment import ENVIRONMENT_KEYS, GPU_KEYS, collect
 
 NUMBER = (int, float)
@@ -108,6 +109,7 @@ def test_document_has_every_schema_key_with_the_right_type(measured):
             assert result["error"] and result["samples_per_s"] is None and result["repeats"] == []
             assert all(v is None for v in result["step_time_s"].values())
     assert [r["status"] for r in doc["results"]] == ["ok", "oom", "error", "timeout", "skipped"]
+    assert validate_document(doc) == doc  # the store reads it as written
 
 
 def test_unknown_status_is_refused():

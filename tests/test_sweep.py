@@ -49,12 +49,11 @@ def test_faults_are_recorded_and_the_sweep_goes_on(plugins, tmp_path, monkeypatc
     pidfile = tmp_path / "hang.pid"
     monkeypatch.setenv("DLBENCH_FAULT_PIDFILE", str(pidfile))
     plan = Plan(device="cpu", items=[
-        PlannedConfig(tiny("resnet50"), timeout_s=120, unit="images"),
         PlannedConfig(tiny("fault-oom"), timeout_s=120),
         PlannedConfig(tiny("fault-hang"), timeout_s=8),
         PlannedConfig(tiny("fault-crash"), timeout_s=120),
         PlannedConfig(tiny("resnet50", precision="tf32"), skip_reason="tf32 needs CUDA compute capability >= 8.0"),
-        PlannedConfig(tiny("resnet50", seed=1), timeout_s=120, unit="images"),
+        PlannedConfig(tiny("resnet50"), timeout_s=120, unit="images"),
     ])
     saved: list[dict] = []
     recorder = Recorder()
@@ -62,19 +61,19 @@ def test_faults_are_recorded_and_the_sweep_goes_on(plugins, tmp_path, monkeypatc
 
     assert outcome.interrupted is None
     statuses = [r["status"] for r in outcome.results]
-    assert statuses == ["ok", "oom", "timeout", "error", "skipped", "ok"]
+    assert statuses == ["oom", "timeout", "error", "skipped", "ok"]
     assert saved == outcome.results  # handed on one by one, in order
 
-    ok, oom, timeout, crash, skipped, ok2 = outcome.results
-    for r in (ok, ok2):
-        assert r["error"] is None and r["samples_per_s"] > 0
-        assert len(r["repeats"]) == 2 and all(len(rep["step_times_s"]) == 2 for rep in r["repeats"])
+    oom, timeout, crash, skipped, ok = outcome.results
+    assert ok["error"] is None and ok["samples_per_s"] > 0 and ok["unit"] == "images"
+    assert len(ok["repeats"]) == 2 and all(len(rep["step_times_s"]) == 2 for rep in ok["repeats"])
     assert "batch size 4" in oom["error"] and "--batch-size auto" in oom["error"]
     assert "timed out after 8 s" in timeout["error"]
     assert "SIGABRT" in crash["error"] and "crashed" in crash["error"]
     assert skipped["error"] == "tf32 needs CUDA compute capability >= 8.0"
     for r in outcome.results:
         assert "\n" not in (r["error"] or "")
+        assert r["status"] == "ok" or r["samples_per_s"] is None
 
     # the hung worker (and every other worker) was killed or exited, none is left behind
     assert processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)) == []
@@ -92,7 +91,7 @@ def test_batch_size_auto_probes_in_child_processes(plugins, monkeypatch):
                                                    timeout_s=120, unit="images")])
     (result,) = run_sweep(plan).results
     assert result["status"] == "ok"
-    assert result["batch_size"] == 2
+    assert result["batch_size"] == 2  # the measurement ran at the size found
     search = result["batch_size_search"]
     assert search["largest_ok"] == 2 and search["smallest_failed"] == 3
     assert [(p["batch_size"], p["status"]) for p in search["probes"]] == [(2, "ok"), (4, "oom"), (3, "oom")]
