@@ -1,9 +1,110 @@
-"""`dlbench advise` (not yet written: registers nothing)."""
+"""`dlbench advise --workload bert-large-squad --precision amp-fp16 --model-params 3e8 --budget-usd 5000 --max-gpus 2`.
+
+GPU builds ranked by training throughput per 1,000 USD of total cost of ownership (analysis/advise.py).
+"""
 
 from __future__ import annotations
 
 import typer
 
+from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._measured import load_points, runs_option
+
+KIND_STYLE = {"measured": "green", "published": "cyan", "estimated": "yellow"}
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `dlbench advise` to `app`."""
+    from dlbench.analysis import advise as adv
+    from dlbench.analysis import cost as costs
+
+    @app.command("advise")
+    def advise_command(
+        workload: str = typer.Option(adv.DEFAULT_WORKLOAD, "--workload",
+                                     help="Workload to rank by: resnet50, bert-base-squad, bert-large-squad, "
+                                          "bert-base-mlm, bert-large-mlm."),
+        precision: str = typer.Option(adv.DEFAULT_PRECISION, "--precision",
+                                      help="fp32, tf32, amp-fp16 or amp-bf16."),
+        min_memory_gb: float | None = typer.Option(None, "--min-memory-gb",
+                                                   help="Only GPUs with at least this much memory each (GB)."),
+        model_params: float | None = typer.Option(
+            None, "--model-params",
+            help="Model size in parameters (e.g. 1.3e9): turned into a memory need per GPU for AdamW training."),
+        budget_usd: float | None = typer.Option(None, "--budget-usd",
+                                                help="Maximum purchase price of the build (GPUs + host) in USD."),
+        form_factor: str | None = typer.Option(None, "--form-factor", help="workstation or server."),
+        max_gpus: int = typer.Option(adv.DEFAULT_MAX_GPUS, "--max-gpus",
+                                     help="Also consider builds of 2..N identical GPUs."),
+        electricity_price: float = typer.Option(costs.DEFAULT_ELECTRICITY_PRICE_USD_PER_KWH, "--electricity-price",
+                                                help="Electricity price in USD per kWh (seed 001: 0.175)."),
+        utilization: float = typer.Option(costs.DEFAULT_UTILIZATION, "--utilization",
+                                          help="Fraction of the time the GPUs are busy, in (0, 1] (seed 001: 0.15)."),
+        years: float = typer.Option(costs.DEFAULT_YEARS, "--years", help="Years of ownership (seed 001: 5)."),
+        host_price_usd: float = typer.Option(costs.DEFAULT_HOST_PRICE_USD, "--host-price-usd",
+                                             help="Price of a 2-GPU host (seed 001's barebone: about 700 USD)."),
+        host_power_w: float = typer.Option(costs.DEFAULT_HOST_POWER_W, "--host-power-w",
+                                           help="Power of a 2-GPU host without its GPUs, in W (seed 001: 100)."),
+        top: int = typer.Option(15, "--top", help="Show this many options in the table (all with --json)."),
+        use_runs: bool = runs_option(),
+        db: str | None = db_option(),
+        as_json: bool = json_option(),
+    ) -> None:
+        """Rank GPUs (and multi-GPU builds) by performance per dollar of total cost of ownership."""
+        a = adv.advise(workload=workload, precision=precision, min_memory_gb=min_memory_gb,
+                       model_params=model_params, budget_usd=budget_usd, form_factor=form_factor,
+                       max_gpus=max_gpus, electricity_price_usd_per_kwh=electricity_price,
+                       utilization=utilization, years=years, host_price_usd=host_price_usd,
+                       host_power_w=host_power_w, extra_points=load_points(db, use_runs))
+        if as_json:
+            print_json(a.to_dict())
+            return
+        _print(a, top)
+
+
+def _print(a, top: int) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = console()
+    unit = "img/s" if a.workload == "resnet50" else "seq/s"
+    if a.memory_need is not None:
+        m = a.memory_need
+        g = 2**30
+        con.print(f"memory need: {m.total_bytes / g:,.1f} GB per GPU = weights {m.weights_bytes / g:,.1f} + "
+                  f"gradients {m.gradients_bytes / g:,.1f} + AdamW {m.optimizer_bytes / g:,.1f} + activations "
+                  f"{m.activation_bytes / g:,.1f} GB  ({m.formula}; GB = 2^30 bytes, as GPU memory is sold)")
+    elif a.min_memory_bytes is None:
+        for rule in a.rules_of_thumb:
+            con.print(f"rule of thumb: \"{rule['quote']}\" ({rule['source']}); filter with --min-memory-gb or "
+                      "--model-params")
+    table = Table(title=f"{a.workload} {a.precision}: ranked by {unit} per 1,000 USD of "
+                        f"{a.assumptions['years']:g}-year cost of ownership")
+    for col, just in (("#", "right"), ("build", "left"), (unit, "right"), ("from", "left"),
+                      ("per kUSD", "right"), ("per W", "right"), ("memory", "right"), ("price USD", "right"),
+                      ("TCO USD", "right")):
+        table.add_column(col, justify=just)
+    shown = a.options[:top]
+    for o in shown:
+        style = KIND_STYLE.get(o.throughput_kind, "")
+        table.add_row(
+            str(o.rank), f"{o.num_gpus}x {escape(o.gpu)}",
+            f"{o.samples_per_s:,.0f} ({o.samples_per_s_low:,.0f}-{o.samples_per_s_high:,.0f})",
+            f"[{style}]{o.throughput_kind}[/]", f"{o.samples_per_s_per_kusd:,.1f}", f"{o.samples_per_s_per_w:.2f}",
+            f"{o.memory_bytes_per_gpu / 2**30:.0f} GB" if o.memory_bytes_per_gpu else "-",
+            f"{o.purchase_usd:,.0f}", f"{o.total_cost_usd:,.0f}")
+    con.print(table)
+    for o in shown:
+        con.print(f"  {o.rank:>2}. {o.num_gpus}x {escape(o.gpu)}: {escape(o.reason)}")
+    s = a.assumptions
+    con.print(f"TCO = GPUs + host ({s['host_price_usd']:,.0f} USD and {s['host_power_w']:.0f} W per "
+              f"{s['host_gpus']} GPUs) + electricity for GPU TDP + host at {s['utilization']:.0%} utilisation, "
+              f"{s['electricity_price_usd_per_kwh']:.3f} USD/kWh, {s['years']:g} years. Price = purchase of the "
+              "build; per W = per W of GPU TDP; range = low-high band.")
+    for note in a.notes:
+        con.print(f"- {escape(note)}")
+    if a.excluded:
+        con.print(f"[dim]left out: {len(a.excluded)} GPU(s) ("
+                  + escape("; ".join(f"{x['gpu']}: {x['reason']}" for x in a.excluded[:4]))
+                  + ("; ..." if len(a.excluded) > 4 else "") + "; --json lists all)[/]")
+    if not a.options:
+        con.print("[red]no GPU in the catalogue matches these filters[/]")

@@ -1,0 +1,151 @@
+"""Name lookup over the GPU catalogue: device-name strings, aliases and canonical names to one `GpuSpec`.
+
+Exercise it with `dlbench gpus show "NVIDIA H100 80GB HBM3"`. The catalogue file is read on the first call
+and cached; importing this module reads nothing.
+
+Matching ignores case, punctuation, word order and the vendor words torch and the datasheets add or drop
+("NVIDIA", "GeForce", "Tesla", "Quadro", "AMD", "Instinct", "Generation"), so "NVIDIA H100 80GB HBM3" and
+"H100 80GB SXM5" (both aliases of "H100 SXM5 80GB") match, while "H100 PCIe" is a different GPU. Nothing is
+matched by a prefix or a guess: a string that is not a known name gives None, and `close_matches` offers the
+names it resembles.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from functools import lru_cache
+from importlib import resources
+
+from dlbench.catalog.spec import CSV_COLUMNS, GpuSpec, spec_from_row
+
+# Words that vendors and torch add or drop in device names; they never tell two GPUs apart.
+_NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon", "generation"})
+
+# Precision names (dlbench.runner.config.PRECISIONS, plus fp8) → the GpuSpec field holding the peak.
+_PEAK_FIELD = {
+    "fp32": "fp32_flops_per_s",
+    "tf32": "tf32_tensor_flops_per_s",
+    "amp-fp16": "fp16_tensor_flops_per_s",
+    "amp-bf16": "bf16_tensor_flops_per_s",
+    "fp8": "fp8_tensor_flops_per_s",
+}
+
+# Two cards that report the same device name are told apart by memory only when it differs by this much.
+_MEMORY_TOLERANCE = 0.15
+
+
+def normalize(name: str) -> str:
+    """A matching key: lower case, vendor words dropped, "80 GB"/"80G" as "80gb", words sorted."""
+    text = name.lower()
+    text = re.sub(r"[-_/(),.:]+", " ", text)
+    text = re.sub(r"\b(\d+)\s*g(?:b|ib)?\b", r"\1gb", text)
+    words = sorted({word for word in text.split() if word not in _NOISE_WORDS})
+    return " ".join(words)
+
+
+def _read_catalogue() -> list[GpuSpec]:
+    path = resources.files("dlbench.catalog").joinpath("gpus.csv")
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != CSV_COLUMNS:
+            raise RuntimeError(f"gpus.csv columns are {reader.fieldnames}, expected {list(CSV_COLUMNS)}")
+        return [spec_from_row(row) for row in reader]
+
+
+@lru_cache(maxsize=1)
+def _catalogue() -> tuple[tuple[GpuSpec, ...], dict[str, GpuSpec], dict[str, tuple[str, ...]]]:
+    """(specs, by canonical name, normalised key → canonical names), built once."""
+    specs = tuple(_read_catalogue())
+    by_name = {spec.name: spec for spec in specs}
+    index: dict[str, list[str]] = {}
+    for spec in specs:
+        for label in (spec.name, *spec.aliases):
+            names = index.setdefault(normalize(label), [])
+            if spec.name not in names:
+                names.append(spec.name)
+    return specs, by_name, {key: tuple(names) for key, names in index.items()}
+
+
+def all_gpus() -> list[GpuSpec]:
+    """Every GPU in the catalogue, in file order (by vendor, then roughly by generation)."""
+    return list(_catalogue()[0])
+
+
+def candidates(device_name: str) -> list[GpuSpec]:
+    """Every GPU whose name or alias matches `device_name` (several when cards share a device name)."""
+    _, by_name, index = _catalogue()
+    return [by_name[name] for name in index.get(normalize(device_name), ())]
+
+
+def lookup(device_name: str, memory_bytes: int | None = None) -> GpuSpec | None:
+    """The catalogue row for a canonical name, an alias or a `torch.cuda.get_device_name()` string.
+
+    Some cards report the same device name (the RTX 4060 Ti 8 GB and 16 GB); pass the device's total
+    memory (`torch.cuda.get_device_properties(i).total_memory`) to tell them apart. Returns None when the
+    name is unknown or still ambiguous.
+    """
+    if not device_name or not device_name.strip():
+        return None
+    found = candidates(device_name)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1 and memory_bytes:
+        close = [
+            spec for spec in found
+            if spec.memory_bytes and abs(spec.memory_bytes - memory_bytes) <= _MEMORY_TOLERANCE * spec.memory_bytes
+        ]
+        if len(close) == 1:
+            return close[0]
+    return None
+
+
+def canonical_name(device_name: str, memory_bytes: int | None = None) -> str | None:
+    """The catalogue's canonical name for `device_name`, or None (see `lookup`)."""
+    spec = lookup(device_name, memory_bytes)
+    return spec.name if spec else None
+
+
+def close_matches(device_name: str, limit: int = 5) -> list[str]:
+    """Canonical names that `device_name` resembles, best first (for "did you mean" messages).
+
+    GPUs sharing every word of the query come first (so "H100" lists every H100), then difflib's close
+    matches over all names and aliases.
+    """
+    import difflib
+
+    specs, _, index = _catalogue()
+    query = normalize(device_name)
+    if not query:
+        return []
+    words = set(query.split())
+    result: list[str] = list(index.get(query, ()))
+    for spec in specs:
+        labels = (spec.name, *spec.aliases)
+        if any(words <= set(normalize(label).split()) for label in labels) and spec.name not in result:
+            result.append(spec.name)
+    for key in difflib.get_close_matches(query, list(index), n=limit * 2, cutoff=0.6):
+        for name in index[key]:
+            if name not in result:
+                result.append(name)
+    return result[:limit]
+
+
+def peak_flops_per_s(spec: GpuSpec | str, precision: str) -> float | None:
+    """Dense peak FLOP/s of `spec` for a dlbench precision, or None when no source gives it.
+
+    fp32 → non-tensor FP32; tf32 → TF32 tensor; amp-fp16 / amp-bf16 → FP16 / BF16 tensor with FP32
+    accumulation (already the half rate on GeForce cards); fp8 → FP8 tensor. A GPU without the format (TF32
+    on a V100, BF16 on a T4) gives None. `spec` may be a name, looked up with `lookup`.
+    """
+    from dlbench.errors import BadInput
+
+    field = _PEAK_FIELD.get(precision)
+    if field is None:
+        raise BadInput(f"unknown precision {precision!r}; expected one of: {', '.join(_PEAK_FIELD)}")
+    if isinstance(spec, str):
+        found = lookup(spec)
+        if found is None:
+            return None
+        spec = found
+    return getattr(spec, field)

@@ -1,0 +1,341 @@
+"""GPU telemetry with a scripted fake NVML: sampling, energy, throttling, PCIe, power limits, device matching."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from dlbench.analysis.energy import combine_ranks, efficiency, is_throttled, throttle_kind
+from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+from dlbench.telemetry.nvml import (
+    CLOCK_EVENT_REASONS,
+    DeviceMatch,
+    GpuProcess,
+    decode_clock_event_reasons,
+    resolve_cuda_device,
+)
+from dlbench.telemetry.sampler import (
+    ENERGY_COUNTER,
+    ENERGY_INTEGRATED,
+    NvmlSampler,
+    UnavailableSampler,
+    create_sampler,
+)
+
+BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS.items()}
+
+
+def _no_uuid(_index):
+    return None
+
+
+class StepClock:
+    """A clock that advances by `step` seconds per reading."""
+
+    def __init__(self, step: float):
+        self.step, self.now = step, -step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def _drive(gpu: FakeGpu, n_samples: int, step_s: float = 0.1) -> dict:
+    """Take exactly `n_samples` readings by hand (begin + middle + finish) on a stepping clock."""
+    nvml = FakeNvml([gpu])
+    match = DeviceMatch(gpu, 0, gpu.uuid, "uuid")
+    sampler = NvmlSampler(nvml, match, 0, interval_s=step_s, clock=StepClock(step_s))
+    sampler.begin()
+    for _ in range(n_samples - 2):
+        sampler.sample_now()
+    return sampler.finish()
+
+
+def test_decode_clock_event_reasons_names_each_bit():
+    mask = BIT["sw_thermal_slowdown"] | BIT["sw_power_cap"] | 0x10000
+    assert decode_clock_event_reasons(mask) == ["sw_power_cap", "sw_thermal_slowdown", "bit_0x10000"]
+    assert decode_clock_event_reasons(0) == []
+
+
+def test_throttling_detected_with_share_per_reason():
+    thermal, power = BIT["sw_thermal_slowdown"], BIT["sw_power_cap"]
+    reasons = [0, thermal, thermal, thermal | power, power, 0, BIT["gpu_idle"], 0, thermal, 0]
+    block = _drive(FakeGpu(clock_event_reasons=reasons, temperature_c=[70, 82, 86, 88, 85, 80, 79, 81, 87, 84]),
+                   len(reasons))
+    n = len(reasons)
+    assert block["num_samples"] == n
+    assert block["throttle_reasons"]["sw_thermal_slowdown"] == pytest.approx(4 / n)
+    assert block["throttle_reasons"]["sw_power_cap"] == pytest.approx(2 / n)
+    assert block["throttle_reasons"]["gpu_idle"] == pytest.approx(1 / n)
+    # gpu_idle is not throttling: 5 samples had a power or thermal reason.
+    assert block["throttle_share"] == pytest.approx(5 / n)
+    assert block["temperature_max_c"] == 88
+    assert is_throttled(block) is True
+    assert throttle_kind(block) == ["thermal", "power"]
+    assert block["series"]["clock_event_reasons"] == reasons
+
+
+def test_no_throttle_when_clocks_are_free():
+    block = _drive(FakeGpu(clock_event_reasons=0), 6)
+    assert block["throttle_reasons"] == {}
+    assert block["throttle_share"] == 0
+    assert is_throttled(block) is False
+
+
+def test_energy_counter_used_when_the_gpu_has_one():
+    block = _drive(FakeGpu(power_w=300.0, energy_j=[5000.0, 5123.5]), 4)
+    assert block["energy_method"] == ENERGY_COUNTER
+    assert block["energy_j"] == pytest.approx(123.5)
+    assert block["energy_integrated_j"] == pytest.approx(300.0 * block["duration_s"])
+
+
+def test_telemetry_and_analysis_modules_do_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport dlbench.telemetry.sampler, dlbench.telemetry.checks, dlbench.analysis.energy, "
+            "dlbench.analysis.diagnose, dlbench.cli.doctor\nassert 'torch' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_missing_energy_counter_falls_back_to_integrating_power():
+    # Power rises linearly with time: P(t) = 100 + 50 t. The trapezoid rule is exact for a straight line, so the
+    # integral over [0, T] must be 100 T + 25 T^2.
+    step, n = 0.1, 21
+    powers = [100.0 + 50.0 * (i * step) for i in range(n)]
+    block = _drive(FakeGpu(power_w=powers, energy_j=None), n, step)
+    duration = (n - 1) * step
+    assert block["energy_method"] == ENERGY_INTEGRATED
+    assert block["duration_s"] == pytest.approx(duration)
+    assert block["energy_j"] == pytest.approx(100.0 * duration + 25.0 * duration**2)
+    assert block["power_mean_w"] == pytest.approx(100.0 + 25.0 * duration)
+    assert block["power_max_w"] == pytest.approx(powers[-1])
+
+
+def test_reduced_pcie_width_and_power_limit_recorded():
+    block = _drive(FakeGpu(pcie_gen=[4, 3, 4], pcie_width=8, pcie_max_gen=4, pcie_max_width=16,
+                           power_limit_w=250.0, default_power_limit_w=350.0), 3)
+    assert (block["pcie_link_gen_min"], block["pcie_link_width_min"]) == (3, 8)
+    assert (block["pcie_link_gen_max"], block["pcie_link_width_max"]) == (4, 16)
+    assert block["power_limit_w"] == 250.0 and block["default_power_limit_w"] == 350.0
+
+
+def test_unsupported_sensors_are_none_not_guesses():
+    block = _drive(FakeGpu(fan_speed_pct=None, energy_j=None, power_w=None), 3)
+    assert block["fan_speed_max_pct"] is None
+    assert block["energy_j"] is None and block["energy_method"] is None
+    assert "fan_speed_pct" not in block["series"] and "power_w" not in block["series"]
+
+
+def test_other_processes_on_the_gpu_are_recorded():
+    import os
+
+    gpu = FakeGpu(processes=[GpuProcess(os.getpid(), 1 << 30), GpuProcess(4242, 2 << 30)])
+    block = _drive(gpu, 3)
+    assert block["other_processes"] == [4242]
+
+
+def test_nvml_absent_gives_unavailable_with_reason():
+    sampler = create_sampler("cuda:0", nvml=FakeNvml(unavailable="no NVIDIA driver"), uuid_of=_no_uuid)
+    assert isinstance(sampler, UnavailableSampler)
+    sampler.start()
+    block = sampler.stop()
+    assert block["available"] is False
+    assert "no NVIDIA driver" in block["reason"]
+    assert efficiency(block, 100.0, 1.0)["samples_per_s_per_w"] is None
+
+
+@pytest.mark.parametrize("device", ["cpu", "mps", "tpu:0"])
+def test_devices_without_sensors_are_unavailable(device):
+    block = create_sampler(device, nvml=FakeNvml([FakeGpu()])).stop()
+    assert block["available"] is False and block["reason"]
+
+
+GPUS = [FakeGpu(uuid="GPU-aaaaaaaa-0000"), FakeGpu(uuid="GPU-bbbbbbbb-1111"), FakeGpu(uuid="GPU-cccccccc-2222")]
+
+
+@pytest.mark.parametrize(("visible", "order", "expected"), [
+    ("GPU-cccccccc,GPU-aaaaaaaa", None, ["GPU-cccccccc-2222", "GPU-aaaaaaaa-0000"]),
+    ("2,0", "PCI_BUS_ID", ["GPU-cccccccc-2222", "GPU-aaaaaaaa-0000"]),
+])
+def test_cuda_visible_devices_that_reorder_gpus(visible, order, expected):
+    nvml = FakeNvml(GPUS)
+    env = {"CUDA_VISIBLE_DEVICES": visible}
+    if order:
+        env["CUDA_DEVICE_ORDER"] = order
+    assert [resolve_cuda_device(nvml, i, environ=env).uuid for i in range(2)] == expected
+
+
+def test_integer_visible_devices_without_pci_order_are_not_guessed():
+    # CUDA's default order is fastest-first, so "2" is not NVML's index 2.
+    match = resolve_cuda_device(FakeNvml(GPUS), 0, environ={"CUDA_VISIBLE_DEVICES": "2,0"})
+    assert match.handle is None and "UUID" in match.how
+
+
+def test_torch_uuid_wins_over_everything():
+    env = {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    match = resolve_cuda_device(FakeNvml(GPUS), 0, torch_uuid="bbbbbbbb-1111", environ=env)
+    assert (match.nvml_index, match.how) == (1, "uuid")
+
+
+def test_sampler_reads_the_gpu_behind_cuda_visible_devices(monkeypatch):
+    gpus = [FakeGpu(uuid="GPU-aaaaaaaa-0000", power_w=100.0), FakeGpu(uuid="GPU-cccccccc-2222", power_w=400.0)]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-cccccccc")
+    sampler = create_sampler("cuda:0", interval_s=0.01, nvml=FakeNvml(gpus), uuid_of=_no_uuid)
+    sampler.start()
+    block = sampler.stop()
+    assert block["gpu"]["uuid"] == "GPU-cccccccc-2222" and block["gpu"]["nvml_index"] == 1
+    assert block["power_mean_w"] == pytest.approx(400.0)
+
+
+def test_thread_samples_in_background_and_stops_cleanly():
+    nvml = FakeNvml([FakeGpu(power_w=250.0, energy_j=None)])
+    sampler = create_sampler("cuda", interval_s=0.01, nvml=nvml, uuid_of=_no_uuid)
+    main = threading.get_ident()
+    sampler.start()
+    after_start = len(nvml.calls)
+    time.sleep(0.2)
+    # Between start() and stop() the caller's thread makes no NVML call: sampling is off the timed path.
+    assert not [c for c in nvml.calls[after_start:] if c[1] == main]
+    assert any(tid != main for _, tid in nvml.calls)
+    sampler_thread = sampler._thread
+    block = sampler.stop()
+    assert not sampler_thread.is_alive()
+    calls = len(nvml.calls)
+    time.sleep(0.05)
+    assert len(nvml.calls) == calls, "the sampler kept reading after stop()"
+    assert block["num_samples"] >= 5
+    # A constant power integrates exactly, whatever the spacing of the readings.
+    assert block["energy_j"] == pytest.approx(250.0 * block["duration_s"])
+
+
+def test_stop_wakes_a_sleeping_sampler_at_once():
+    sampler = create_sampler("cuda:0", interval_s=30.0, nvml=FakeNvml([FakeGpu()]), uuid_of=_no_uuid)
+    sampler.start()
+    t0 = time.perf_counter()
+    block = sampler.stop()
+    assert time.perf_counter() - t0 < 1.0
+    assert block["num_samples"] == 2  # the readings of start() and stop()
+
+
+def test_efficiency_figures_follow_from_power_and_throughput():
+    block = _drive(FakeGpu(power_w=200.0, energy_j=[0.0, 400.0]), 21)  # 2 s at 200 W
+    eff = efficiency(block, samples_per_s=1000.0, measured_time_s=2.0)
+    assert eff["average_power_w"] == pytest.approx(200.0)
+    assert eff["energy_per_sample_j"] == pytest.approx(0.2)
+    assert eff["samples_per_s_per_w"] == pytest.approx(5.0)
+    assert eff["energy_measured_j"] == pytest.approx(400.0)
+    assert eff["throttled"] is False and eff["warnings"] == []
+
+
+def test_combine_ranks_adds_power_and_keeps_the_worst_throttling():
+    a = _drive(FakeGpu(name="NVIDIA GeForce RTX 4090", power_w=300.0, energy_j=[0, 600.0]), 5)
+    b = _drive(FakeGpu(name="NVIDIA GeForce RTX 3090", power_w=350.0, energy_j=[0, 700.0],
+                       clock_event_reasons=BIT["hw_thermal_slowdown"]), 5)
+    both = combine_ranks([a, b])
+    assert both["energy_j"] == pytest.approx(1300.0)
+    assert both["power_mean_w"] == pytest.approx(650.0)
+    assert both["gpu_names"] == ["NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"]
+    assert both["throttle_reasons"]["hw_thermal_slowdown"] == 1.0
+    assert "series" not in both["per_gpu"][0]
+    assert combine_ranks([{"available": False, "reason": "cpu"}])["available"] is False
+
+
+# --- the real wrapper, against the installed nvidia-ml-py -----------------------------------------------------
+
+
+def test_every_nvml_call_the_wrapper_makes_exists_in_pynvml():
+    import inspect
+    import re
+
+    import pynvml
+
+    import dlbench.telemetry.nvml as wrapper
+
+    source = inspect.getsource(wrapper)
+    names = set(re.findall(r'"(nvml[A-Za-z_0-9]+)"', source))
+    constants = set(re.findall(r"nv\.(NVML_[A-Z_0-9]+)", source)) | set(re.findall(r"pynvml\.(NVML_[A-Z_0-9]+)",
+                                                                                      source))
+    assert len(names) >= 20 and constants
+    assert [n for n in sorted(names | constants) if not hasattr(pynvml, n)] == []
+    # The clock-event bits dlbench decodes are NVML's.
+    for bit, name in CLOCK_EVENT_REASONS.items():
+        camel = "".join(part.capitalize() for part in name.split("_"))
+        assert getattr(pynvml, "nvmlClocksEventReason" + camel) == bit, name
+
+
+def test_real_wrapper_converts_units_and_maps_not_supported():
+    import types
+
+    import pynvml
+
+    from dlbench.telemetry.nvml import NotSupported, Nvml, NvmlError
+
+    def not_supported(_handle):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    def gpu_lost(_handle):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    fake = types.SimpleNamespace(
+        NVMLError=pynvml.NVMLError, NVML_ERROR_NOT_SUPPORTED=pynvml.NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_FUNCTION_NOT_FOUND=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+        nvmlDeviceGetPowerUsage=lambda h: 312_500,  # milliwatts
+        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700_000,
+        nvmlDeviceGetTotalEnergyConsumption=not_supported,
+        nvmlDeviceGetFanSpeed=gpu_lost,
+        nvmlDeviceGetCurrentClocksEventReasons=not_supported,  # an old driver: only the older name works
+        nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 0x20,
+    )
+    nv = Nvml(fake)
+    assert nv.power_w(None) == pytest.approx(312.5)
+    assert nv.power_limit_w(None) == pytest.approx(700.0)
+    assert nv.clock_event_reasons(None) == 0x20
+    with pytest.raises(NotSupported):
+        nv.energy_j(None)
+    with pytest.raises(NvmlError) as info:
+        nv.fan_speed_pct(None)
+    assert not isinstance(info.value, NotSupported)
+    with pytest.raises(NotSupported):
+        nv.persistence_mode(None)  # not in this (fake) module at all
+    assert nv.power_reading == "driver_average"  # no instantaneous power field in this module
+
+    field = types.SimpleNamespace(nvmlReturn=0, valueType=pynvml.NVML_VALUE_TYPE_UNSIGNED_INT,
+                                  value=types.SimpleNamespace(uiVal=401_250))
+    fake.NVML_FI_DEV_POWER_INSTANT = pynvml.NVML_FI_DEV_POWER_INSTANT
+    fake.nvmlDeviceGetFieldValues = lambda h, ids: [field] if ids == [pynvml.NVML_FI_DEV_POWER_INSTANT] else []
+    nv = Nvml(fake)
+    assert nv.power_w(None) == pytest.approx(401.25)
+    assert nv.power_reading == "instant"
+
+
+def test_result_efficiency_reads_a_result_of_the_document():
+    from dlbench.analysis.energy import result_efficiency
+
+    block = _drive(FakeGpu(power_w=300.0, energy_j=[0.0, 600.0]), 21)  # 2 s at 300 W
+    result = {"samples_per_s": 1500.0, "repeats": [{"step_times_s": [0.5, 0.5]}, {"step_times_s": [0.5, 0.5]}],
+              "telemetry": block}
+    eff = result_efficiency(result)
+    assert eff["samples_per_s_per_w"] == pytest.approx(5.0)
+    assert eff["energy_measured_j"] == pytest.approx(600.0)
+    assert result_efficiency({"samples_per_s": 10.0, "telemetry": None})["throttled"] is None
+
+
+def test_throttling_unknown_when_the_gpu_reports_no_reasons():
+    block = _drive(FakeGpu(clock_event_reasons=None), 4)
+    assert block["throttle_reasons"] is None and block["throttle_share"] is None
+    assert is_throttled(block) is None
+
+
+def test_a_broken_nvml_never_breaks_the_measurement():
+    class Broken(FakeNvml):
+        def temperature_c(self, handle):
+            raise RuntimeError("driver went away")
+
+    sampler = create_sampler("cuda:0", nvml=Broken([FakeGpu()]), uuid_of=_no_uuid)
+    sampler.start()  # must not raise
+    block = sampler.stop()
+    assert block["available"] is False and "driver went away" in block["reason"]
