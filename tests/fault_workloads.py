@@ -63,3 +63,22 @@ register(Oom("fault-oom"))
 register(Hang("fault-hang"))
 register(Crash("fault-crash"))
 register(OomAbove("fault-oom-above"))
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose environment has `name=value`: what a test left running."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in environ and state != b"Z":
+            found.append(int(entry))
+    return found

@@ -160,6 +160,25 @@ def test_mixed_precision_on_cpu(precision, dtype, scaler):
     assert len(result["repeats"][0]["step_times_s"]) == 2
 
 
+def test_compile_cache_is_fresh_and_removed(monkeypatch):
+    import os
+
+    from dlbench.runner.measure import compile_cache
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    with compile_cache(True) as state:
+        directory = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+        assert state.startswith("cold") and os.path.isdir(directory)
+        assert os.environ["TRITON_CACHE_DIR"].startswith(directory)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and not os.path.exists(directory)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/of/the/users")
+    with compile_cache(True) as state:
+        assert state.startswith("user") and os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/somewhere/of/the/users"
+    with compile_cache(False) as state:
+        assert state is None
+
+
 def test_unsupported_config_is_refused_before_work():
     with pytest.raises(UnsupportedConfig, match="tf32"):
         measure(RunConfig("resnet50", flavour="tiny", precision="tf32", device="cpu"))

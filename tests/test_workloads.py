@@ -107,6 +107,10 @@ def test_default_batch_size_scales_with_memory():
     assert resnet.default_batch_size(rtx4090, "full") == resnet.batch_80gb // 4
     assert resnet.default_batch_size(None, "full") == resnet.cpu_batch
     assert resnet.default_batch_size(h100, "tiny") == resnet.tiny_batch
+    # AMP halves activation memory: twice the fp32-safe batch on a GPU, the same on a CPU.
+    assert resnet.default_batch_size(h100, "full", "amp-bf16") == 2 * resnet.batch_80gb
+    assert resnet.default_batch_size(h100, "full", "tf32") == resnet.batch_80gb
+    assert resnet.default_batch_size(None, "full", "amp-bf16") == resnet.cpu_batch
     sizes = [scaled_batch_size(128, m * GIB, 2) for m in (1, 8, 11, 16, 24, 40, 80, 141)]
     assert sizes == sorted(sizes) and sizes[0] >= 1
 

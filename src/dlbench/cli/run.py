@@ -85,21 +85,24 @@ def run(
     directory (and at --json PATH).
     """
     from dlbench.cli._common import console
-    from dlbench.runner.plan import RunOptions, validate_options
+    from dlbench.runner.plan import RunOptions, check_workloads, validate_options
 
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout, gpus=gpus))
-    err = console(stderr=True)
+    check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    err, out = console(stderr=True), console()
+    if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
+        out.width = max(out.width, 130)
     from dlbench.runner.distributed import detect
 
     dist_env = detect()
     if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
         from dlbench.runner.joined import run_joined
 
-        raise typer.Exit(run_joined(options, dist_env, err, console(), json_path, quiet, finish_run))
-    code = _run(options, err, console(), json_path, quiet, max_start_temp, max_wait)
+        raise typer.Exit(run_joined(options, dist_env, err, out, json_path, quiet, finish_run))
+    code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
     raise typer.Exit(code)
 
 

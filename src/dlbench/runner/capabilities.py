@@ -122,6 +122,7 @@ def _compile_reason(mode: str, device: str) -> str | None:
     import sys
 
     import torch
+    import torch._dynamo
 
     kind = device.partition(":")[0]
     dynamo_supported = getattr(torch._dynamo, "is_dynamo_supported", lambda: True)

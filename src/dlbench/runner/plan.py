@@ -29,7 +29,7 @@ GPU_DEFAULT_STEPS = {"warmup": 10, "steps": 50, "repeats": 3}
 # one child process per configuration, model build, warm-up and measured steps) finishes within 180 s on a
 # 2-core machine. BERT runs as bert-base-mlm (128 tokens, NVIDIA's pre-training phase 1) rather than at 384.
 QUICK_SUITE: tuple[dict[str, Any], ...] = (
-    {"workload": "resnet50", "batch_size": 4, "seq_len": None},
+    {"workload": "resnet50", "batch_size": 2, "seq_len": None},
     {"workload": "bert-base-mlm", "batch_size": 2, "seq_len": None},
 )
 QUICK_STEPS = {"warmup": 1, "steps": 3, "repeats": 2}

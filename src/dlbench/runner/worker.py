@@ -126,6 +126,9 @@ def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
                     "telemetry_reason": telemetry_reason}
         return {"status": "error", "error": one_line(exc), "measurement": None,
                 "telemetry_reason": telemetry_reason}
+    telemetry = measurement.get("telemetry")
+    if telemetry_reason is None and isinstance(telemetry, dict) and telemetry.get("available") is False:
+        telemetry_reason = telemetry.get("reason")
     return {"status": "ok", "error": None, "measurement": measurement, "telemetry_reason": telemetry_reason}
 
 

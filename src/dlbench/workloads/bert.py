@@ -162,7 +162,7 @@ register(
         "bert-base-squad",
         BERT_BASE,
         384,
-        batch_80gb=64,
+        batch_80gb=128,
         description="BERT-base cased, SQuAD-style QA head, seq 384, AdamW",
     )
 )
@@ -171,7 +171,7 @@ register(
         "bert-large-squad",
         BERT_LARGE,
         384,
-        batch_80gb=32,
+        batch_80gb=64,
         cpu_batch=1,
         description="BERT-large cased, SQuAD-style QA head, seq 384, AdamW",
     )

@@ -1,0 +1,178 @@
+"""Planning `dlbench run`: option validation, device resolution, default matrices, skipped combinations; the
+thermal wait with a fake NVML. Run: `PYTHONPATH=src python -m pytest -q tests/test_plan.py`."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.errors import BadInput
+from dlbench.runner.plan import (
+    GPU_DEFAULT_WORKLOADS,
+    DeviceFacts,
+    RunOptions,
+    build_plan,
+    resolve_device,
+    validate_options,
+)
+from dlbench.runner.thermal import GpuThermometer, wait_until_cool
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85_031_714_816, "compute_capability": [9, 0],
+        "uuid": "GPU-1234"}
+T4 = {"name": "Tesla T4", "memory_bytes": 15_642_329_088, "compute_capability": [7, 5], "uuid": None}
+
+
+def test_device_resolution():
+    none, gpu, mac = DeviceFacts(), DeviceFacts(cuda=[H100, T4]), DeviceFacts(mps_available=True)
+    assert resolve_device("auto", none) == "cpu"
+    assert resolve_device("auto", gpu) == "cuda:0"
+    assert resolve_device("auto", mac) == "mps"
+    assert resolve_device("cuda", gpu) == "cuda:0"
+    assert resolve_device("cuda:1", gpu) == "cuda:1"
+    assert resolve_device("cpu", gpu) == "cpu"
+    for device, facts in (("cuda", none), ("cuda:0", mac), ("cuda:2", gpu), ("mps", gpu)):
+        with pytest.raises(BadInput):
+            resolve_device(device, facts)
+
+
+@pytest.mark.parametrize("options", [
+    RunOptions(precisions=["fp64"]), RunOptions(compile_modes=["fast"]), RunOptions(batch_size=0),
+    RunOptions(batch_size="big"), RunOptions(steps=0), RunOptions(repeats=-1), RunOptions(warmup=-1),
+    RunOptions(seq_len=0), RunOptions(timeout_s=0), RunOptions(device="tpu"), RunOptions(device="cuda:x"),
+])
+def test_bad_options(options):
+    with pytest.raises(BadInput):
+        validate_options(options)
+
+
+def test_batch_size_accepts_int_and_auto():
+    assert validate_options(RunOptions(batch_size="64")).batch_size == 64
+    assert validate_options(RunOptions(batch_size="AUTO")).batch_size == "auto"
+
+
+def test_unknown_workload_lists_the_valid_ones():
+    with pytest.raises(BadInput) as info:
+        build_plan(RunOptions(workloads=["resnet5O"]), DeviceFacts())
+    assert "resnet50" in info.value.format_message() and "bert-base-squad" in info.value.format_message()
+
+
+@pytest.mark.parametrize("gpu,first_precision", [(H100, "tf32"), (T4, "fp32")])
+def test_default_gpu_matrix(gpu, first_precision):
+    plan = build_plan(RunOptions(), DeviceFacts(cuda=[gpu]))
+    assert plan.device == "cuda:0" and not plan.quick_suite
+    combos = [(i.config.workload, i.config.precision, i.config.compile) for i in plan.items]
+    assert combos == [(w, p, c) for w in GPU_DEFAULT_WORKLOADS for p in (first_precision, "amp-fp16")
+                      for c in ("off", "default")]
+    for item in plan.items:
+        cfg = item.config
+        assert (cfg.warmup_steps, cfg.steps, cfg.repeats) == (10, 50, 3)
+        assert cfg.batch_size >= 1 and cfg.flavour == "full"
+        assert cfg.seq_len == (None if cfg.workload == "resnet50" else 384)
+    # batch sizes scale with memory: the 80 GB card gets more than the 16 GB one
+    small = build_plan(RunOptions(workloads=["resnet50"], precisions=["fp32"], compile_modes=["off"]),
+                       DeviceFacts(cuda=[T4]))
+    big = build_plan(RunOptions(workloads=["resnet50"], precisions=["fp32"], compile_modes=["off"]),
+                     DeviceFacts(cuda=[H100]))
+    assert big.items[0].config.batch_size > small.items[0].config.batch_size
+
+
+def test_cpu_default_is_a_quick_suite():
+    plan = build_plan(RunOptions(), DeviceFacts())
+    assert plan.device == "cpu" and plan.quick_suite
+    assert any("quick suite" in note for note in plan.notes)
+    units = {item.unit for item in plan.items}
+    assert units == {"images", "sequences"}
+    for item in plan.items:
+        assert item.config.precision == "fp32" and item.config.compile == "off"
+        assert item.config.steps < 50 and item.skip_reason is None
+
+
+def test_product_of_repeated_options_and_skips():
+    plan = build_plan(RunOptions(workloads=["resnet50", "bert-base-mlm"], precisions=["fp32", "tf32"],
+                                 compile_modes=["off", "default"], batch_size=3, seq_len=64, steps=4),
+                      DeviceFacts())
+    assert len(plan.items) == 8 and not plan.quick_suite
+    for item in plan.items:
+        assert item.config.batch_size == 3 and item.config.steps == 4
+        assert item.config.seq_len == (64 if item.config.workload == "bert-base-mlm" else None)
+        if item.config.precision == "tf32":  # no tensor cores on a CPU: recorded as skipped with the reason
+            assert item.skip_reason and "tf32" in item.skip_reason
+
+
+def test_batch_size_auto_and_timeouts():
+    plan = build_plan(RunOptions(workloads=["resnet50"], precisions=["tf32"], batch_size="auto",
+                                 compile_modes=["off", "max-autotune"]),
+                      DeviceFacts(cuda=[H100]))
+    assert all(item.auto_batch for item in plan.items)
+    assert [item.timeout_s for item in plan.items] == [600.0, 1800.0]
+    plan = build_plan(RunOptions(workloads=["resnet50"], timeout_s=42), DeviceFacts())
+    assert plan.items[0].timeout_s == 42
+
+
+def test_tiny_flavour():
+    plan = build_plan(RunOptions(tiny=True), DeviceFacts())
+    assert {i.config.flavour for i in plan.items} == {"tiny"} and not plan.quick_suite
+
+
+# ------------------------------------------------------------------------------------------- thermal
+
+
+class FakeNvml:
+    """The few NVML calls the thermometer makes; temperatures come from a list."""
+
+    NVML_TEMPERATURE_GPU = 0
+
+    def __init__(self, temperatures):
+        self.temperatures = list(temperatures)
+        self.handles = []
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        self.handles.append(("uuid", uuid))
+        return uuid
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        self.handles.append(("index", index))
+        return index
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return self.temperatures.pop(0) if len(self.temperatures) > 1 else self.temperatures[0]
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+    def __call__(self):
+        return self.now
+
+
+def test_waits_until_cool_with_a_countdown():
+    nvml = FakeNvml([62, 57, 51, 50, 49])
+    thermometer = GpuThermometer.open("cuda:0", [H100], nvml=nvml)
+    assert nvml.handles == [("uuid", "GPU-1234")]
+    clock, countdown = FakeClock(), []
+    temp, warning = wait_until_cool(thermometer, 50, 300, lambda t, left: countdown.append((t, left)),
+                                    sleep=clock.sleep, clock=clock)
+    assert temp == 50 and warning is None
+    assert [t for t, _ in countdown] == [62, 57, 51]
+    assert countdown[0][1] > countdown[-1][1]  # counts down
+
+
+def test_gives_up_after_max_wait():
+    clock = FakeClock()
+    thermometer = GpuThermometer.open("cuda:0", [T4], nvml=FakeNvml([80]))
+    temp, warning = wait_until_cool(thermometer, 50, 10, sleep=clock.sleep, clock=clock)
+    assert temp == 80 and "did not cool" in warning and clock.now == pytest.approx(10)
+
+
+def test_no_thermometer_on_cpu():
+    assert GpuThermometer.open("cpu", [], nvml=FakeNvml([40])) is None
+    assert wait_until_cool(None) == (None, None)

@@ -1,0 +1,112 @@
+"""`dlbench run` as a user runs it (real subprocesses): a tiny run end to end, bad input (exit 2, one line),
+Ctrl-C (partial JSON, exit 130, no orphan). Run: `PYTHONPATH=src python -m pytest -q tests/test_run_cli.py`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dlbench.runner.document import RESULT_KEYS
+from fault_workloads import processes_with_env
+
+TESTS_DIR = Path(__file__).resolve().parent
+SRC_DIR = TESTS_DIR.parent / "src"
+FAST = ["--tiny", "--warmup", "1", "--steps", "2", "--repeats", "2"]
+
+
+def env(**extra: str) -> dict[str, str]:
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join([str(SRC_DIR), str(TESTS_DIR)])
+    environ["DLBENCH_PLUGINS"] = "fault_workloads"
+    environ.pop("DLBENCH_DEBUG", None)
+    environ.update(extra)
+    return environ
+
+
+def dlbench(*args: str, timeout: float = 300, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dlbench", "run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env(**extra))
+
+
+def test_tiny_run_writes_the_document(tmp_path, isolated_home):
+    out = tmp_path / "run.json"
+    proc = dlbench(*FAST, "-w", "resnet50", "--quiet", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    saved = isolated_home / "results" / f"{doc['run_id']}.json"
+    assert json.loads(saved.read_text()) == doc  # also kept in the data directory
+    assert doc["schema_version"] == 1 and doc["command"][:2] == ["dlbench", "run"]
+    (result,) = doc["results"]
+    assert set(RESULT_KEYS) <= set(result)
+    assert result["status"] == "ok" and result["samples_per_s"] > 0 and result["flavour"] == "tiny"
+    assert "resnet50" in proc.stdout and "samples/s" in proc.stdout  # the table
+    assert "Traceback" not in proc.stderr
+
+
+BAD_INPUTS = [
+    (["-w", "resnet5O"], "unknown workload"),
+    (["-p", "fp64"], "unknown precision"),
+    (["-c", "fast"], "unknown compile mode"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--batch-size", "-4"], "--batch-size"),
+    (["--batch-size", "lots"], "--batch-size"),
+    (["--steps", "0"], "--steps"),
+    (["--repeats", "0"], "--repeats"),
+    (["--warmup", "-1"], "--warmup"),
+    (["--seq-len", "0"], "--seq-len"),
+    (["--timeout", "0"], "--timeout"),
+    (["--device", "tpu"], "unknown device"),
+    (["--device", "cuda"], "no CUDA"),  # torch here is a CUDA build, but there is no GPU
+]
+
+
+@pytest.mark.parametrize("args,message", BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_exits_2_with_one_line(args, message):
+    if args == ["--device", "cuda"]:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has CUDA")
+    proc = dlbench(*args, "--quiet", timeout=120)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ") and message in lines[0]
+    if args[0] == "-w":
+        assert "resnet50" in lines[0] and "bert-base-squad" in lines[0]  # lists the valid names
+
+
+def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
+    out = tmp_path / "partial.json"
+    pidfile = tmp_path / "hang.pid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", *FAST, "-w", "resnet50", "-w", "fault-hang", "-w", "resnet50",
+         "-p", "fp32", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env(DLBENCH_FAULT_PIDFILE=str(pidfile)))
+    try:
+        deadline = time.monotonic() + 240
+        while not pidfile.exists():  # the first config is done and the hanging one is running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the hanging workload never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    doc = json.loads(out.read_text())
+    assert [r["status"] for r in doc["results"]] == ["ok"]
+    assert any("interrupted" in note for note in doc["notes"])
+    assert (isolated_home / "results" / f"{doc['run_id']}.json").exists()
+    assert "resnet50" in stdout  # what was measured is still shown
+    assert processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)) == []  # no orphan worker
