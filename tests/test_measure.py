@@ -163,18 +163,19 @@ def test_mixed_precision_on_cpu(precision, dtype, scaler):
 def test_compile_cache_is_fresh_and_removed(monkeypatch):
     import os
 
-    from dlbench.runner.measure import compile_cache
+    import torch._dynamo  # noqa: F401 - its import writes the default cache dir into the environment
 
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
-    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
-    with compile_cache(True) as state:
-        directory = os.environ["TORCHINDUCTOR_CACHE_DIR"]
-        assert state.startswith("cold") and os.path.isdir(directory)
-        assert os.environ["TRITON_CACHE_DIR"].startswith(directory)
-    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ and not os.path.exists(directory)
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/of/the/users")
-    with compile_cache(True) as state:
-        assert state.startswith("user") and os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/somewhere/of/the/users"
+    from dlbench.runner.measure import _default_inductor_cache, compile_cache
+
+    default = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    for user_choice in (None, _default_inductor_cache()):
+        with compile_cache(True, user_choice) as state:
+            directory = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            assert state.startswith("cold") and os.path.isdir(directory) and directory != default
+            assert os.environ["TRITON_CACHE_DIR"].startswith(directory)
+        assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == default and not os.path.exists(directory)
+    with compile_cache(True, "/somewhere/of/the/users") as state:
+        assert state.startswith("user")
     with compile_cache(False) as state:
         assert state is None
 

@@ -166,31 +166,46 @@ def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Ca
     return step
 
 
+def _default_inductor_cache() -> str:
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        return os.path.abspath(default_cache_dir())
+    except ImportError:  # older torch: the same default, computed by hand
+        import getpass
+
+        return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+
+
 @contextlib.contextmanager
-def compile_cache(enabled: bool) -> Iterator[str | None]:
+def compile_cache(enabled: bool, user_cache_dir: str | None = None) -> Iterator[str | None]:
     """Compile with empty Inductor and Triton caches, so `compile_time_s` is what a first run pays.
 
     Inductor keeps compiled graphs and kernels on disk between processes (`/tmp/torchinductor_<user>`); a
     second run of the same configuration would otherwise report a fraction of the real compile time, and
-    compile times would depend on what ran before. A user who sets `TORCHINDUCTOR_CACHE_DIR` keeps their
-    cache (and the result says so). Yields the flag recorded in `precision_flags["compile_cache"]`.
+    compile times would depend on what ran before. A user who chose a `TORCHINDUCTOR_CACHE_DIR` (other than
+    the default, which importing TorchDynamo writes into the environment by itself) keeps that cache, and the
+    result says so. Yields the flag recorded in `precision_flags["compile_cache"]`.
     """
     if not enabled:
         yield None
         return
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+    if user_cache_dir and os.path.abspath(user_cache_dir) != _default_inductor_cache():
         yield "user TORCHINDUCTOR_CACHE_DIR (may be warm)"
         return
     directory = tempfile.mkdtemp(prefix="dlbench-inductor-")
-    added = {"TORCHINDUCTOR_CACHE_DIR": directory}
-    if not os.environ.get("TRITON_CACHE_DIR"):
-        added["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
-    os.environ.update(added)
+    keys = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {key: os.environ.get(key) for key in keys}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
     try:
         yield "cold (fresh Inductor and Triton cache directories)"
     finally:
-        for key in added:
-            os.environ.pop(key, None)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -227,6 +242,7 @@ def measure(
     sync: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run `config` here and return the raw measurement (see CONTRACTS and README "Methodology")."""
+    user_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # before TorchDynamo's import sets it
     from dlbench.runner.capabilities import unsupported_reason
     from dlbench.workloads import registry
 
@@ -234,7 +250,7 @@ def measure(
     reason = unsupported_reason(config)
     if reason:
         raise UnsupportedConfig(reason)
-    with compile_cache(config.compile != "off") as cache_state:
+    with compile_cache(config.compile != "off", user_cache_dir) as cache_state:
         result = _measure(config, workload, progress, sampler, wrap_model, sync)
     if cache_state is not None:
         result["precision_flags"]["compile_cache"] = cache_state
@@ -295,18 +311,22 @@ def _measure(
     _peak_memory_reset(device)
     repeats = []
     total = config.steps * config.repeats
+    telemetry = None
     if sampler is not None:
         sampler.start()
-    for r in range(config.repeats):
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        repeats.append({"step_times_s": times})
-    telemetry = sampler.stop() if sampler is not None else None
+    try:
+        for r in range(config.repeats):
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            repeats.append({"step_times_s": times})
+    finally:  # an OOM or crash mid-measurement still stops the sampler's thread
+        if sampler is not None:
+            telemetry = sampler.stop()
     peak_memory = _peak_memory(device)
 
     compiles_after = _compile_counters()
