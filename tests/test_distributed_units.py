@@ -126,3 +126,13 @@ def test_hang_names_the_rank_outside_collectives(tmp_path):
     outcome = _outcome(-15, True, 30, tmp_path, ranks, "", 2)
     assert outcome.failed_rank == 1
     assert "rank 1 was stuck in forward (my_model.py:12)" in outcome.error
+
+
+@pytest.mark.parametrize("value", ["0", "two", "1,,-1"])
+def test_run_gpus_bad_input_exits_2(value, capsys):
+    from dlbench.cli.app import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--device", "cpu", "--gpus", value])
+    assert exit_info.value.code == 2
+    assert "--gpus" in capsys.readouterr().err

@@ -159,8 +159,9 @@ def test_run_table_gains_a_vs_published_column():
     text = console.export_text()
     assert "vs published" in text
     assert f"{ratio:.2f}\u00d7" in text
-    rows = [line for line in text.splitlines() if line.startswith("\u2502 resnet50")]
-    assert [row.rstrip(" \u2502").endswith("-") for row in rows] == [False, True, True]
+    rows = [line for line in text.splitlines() if line.startswith("resnet50")]
+    assert [row.rstrip().endswith("-") for row in rows] == [False, True, True]
+    assert "resnet50 [tiny]" in text  # the flavour marker is escaped, not eaten as rich markup
 
 
 def test_cli_compare_published_json(tmp_path, capsys):

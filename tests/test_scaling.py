@@ -63,3 +63,11 @@ def test_mixed_gpu_warning():
     assert mixed_gpu_warning(["NVIDIA H100", "NVIDIA H100", None]) is None
     warning = mixed_gpu_warning(["NVIDIA RTX 4090", "NVIDIA RTX 3090"])
     assert "RTX 3090" in warning and "slowest" in warning
+
+
+def test_superlinear_scaling_is_flagged():
+    results = [_result(1, 100.0), _result(2, 300.0)]
+    add_scaling_efficiency(results)
+    add_scaling_efficiency(results)  # idempotent: the document is rebuilt after every configuration
+    assert results[1]["scaling_efficiency"] == pytest.approx(1.5)
+    assert len([w for w in results[1]["warnings"] if "above 1" in w]) == 1

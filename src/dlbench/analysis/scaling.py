@@ -58,7 +58,22 @@ def add_scaling_efficiency(results: Sequence[dict[str, Any]]) -> list[dict[str, 
         base = baselines.get(_match_key(r))
         ok = r.get("status") == "ok"
         r["scaling_efficiency"] = scaling_efficiency(r.get("samples_per_s"), n, base) if ok else None
+        warning = superlinear_warning(r["scaling_efficiency"])
+        if warning and warning not in (r.get("warnings") or []):
+            r["warnings"] = [*(r.get("warnings") or []), warning]
     return list(results)
+
+
+# Above this, more devices did more than their share: the baseline was held back by something else.
+SUPERLINEAR_THRESHOLD = 1.05
+
+
+def superlinear_warning(efficiency: float | None) -> str | None:
+    """A warning for scaling efficiency clearly above 1 (data parallelism cannot beat linear on its own)."""
+    if efficiency is None or efficiency <= SUPERLINEAR_THRESHOLD:
+        return None
+    return (f"scaling efficiency {efficiency:.2f} is above 1: the one-device baseline was held back by something "
+            "the multi-process run avoided (CPU thread contention, other load, memory pressure); compare with care")
 
 
 def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -164,7 +164,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
     title = "dlbench run" + (" (quick CPU suite)" if plan.quick_suite else "") + f" on {plan.device}"
     if results:
-        out.print(results_table(results, title=title))
+        out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False)
         if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`

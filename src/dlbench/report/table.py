@@ -21,54 +21,85 @@ def _throughput(value: float | None) -> str:
     return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
 
 
-def results_table(results: list[dict[str, Any]], title: str | None = None):
+def results_table(results: list[dict[str, Any]], title: str | None = None, width: int | None = None):
     """A rich Table with one row per result: step ms is the median step time, mem GB the peak memory
-    (10^9 bytes), TFLOP/s the achieved rate (samples/s x FLOPs per sample)."""
+    (10^9 bytes), TFLOP/s the achieved rate (samples/s x FLOPs per sample).
+
+    Numbers are never cut: when the full table is wider than `width` (an 80-column terminal), workload,
+    precision and compile mode share one wrapping column."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold", title_justify="left")
-    table.add_column("workload", no_wrap=True)
-    table.add_column("precision", no_wrap=True)
-    table.add_column("compile", no_wrap=True)
-    table.add_column("batch", justify="right", no_wrap=True)
-    table.add_column("samples/s", justify="right", no_wrap=True)
-    table.add_column("CV", justify="right", no_wrap=True)
-    table.add_column("step ms", justify="right", no_wrap=True)  # median
-    table.add_column("mem GB", justify="right", no_wrap=True)  # peak, 10^9 bytes
-    table.add_column("TFLOP/s", justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    with_published = any(r.get("vs_published") for r in results)
-    if with_published:  # ratio to the same GPU's published median, or rank among published GPUs
-        table.add_column("vs published", justify="right", no_wrap=True)
-    for r in results:
-        status = r.get("status", "?")
-        style = STATUS_STYLE.get(status, "")
-        workload = r.get("workload", "?")
-        if r.get("seq_len"):
-            workload = f"{workload} ({r['seq_len']})"
-        if r.get("flavour") == "tiny":
-            workload += " [tiny]"
-        batch = str(r.get("batch_size", "-"))
-        if r.get("batch_size_search"):
-            batch += " (auto)"
-        if (r.get("world_size") or 1) > 1:  # data-parallel: per-device batch x devices
-            batch += f" x{r['world_size']}"
-        step = (r.get("step_time_s") or {}).get("median")
-        extra = [vs_published_cell(r.get("vs_published"))] if with_published else []
-        table.add_row(
-            workload,
-            r.get("precision", "?"),
-            r.get("compile", "?"),
-            batch,
-            _throughput(r.get("samples_per_s")),
-            _fmt(r.get("cv"), ".1%"),
-            _fmt(step, ".1f", 1e3),
-            _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),
-            _fmt(r.get("achieved_flops_per_s"), ".2f", 1e-12),
-            f"[{style}]{status}[/{style}]" if style else status,
-            *extra,
-        )
+    columns = list(COLUMNS)
+    optional = [column for column in OPTIONAL_COLUMNS if any(column.wanted(r) for r in results)]
+    columns += [(column.header, column.justify, False) for column in optional]
+    rows = [_row(r) + [column.cell(r) for column in optional] for r in results]
+    if width is not None and _full_width(rows, columns) > width:
+        columns = [("configuration", "left", True), *columns[3:]]
+        rows = [[f"{row[0]}\n[dim]{row[1]}, compile {row[2]}[/dim]", *row[3:]] for row in rows]
+    table = Table(title=title, header_style="bold", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, padding=(0, 1, 0, 0))
+    for index, (header, justify, wrap) in enumerate(columns):
+        cells = [len(line) for row in rows for line in _plain(row[index]).splitlines()]
+        widest = max([len(header), *cells])
+        table.add_column(header, justify=justify, no_wrap=not wrap, min_width=None if wrap else widest)
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _full_width(rows: list[list[str]], columns: list[tuple[str, str, bool]]) -> int:
+    widths = [max([len(header), *(len(_plain(row[i])) for row in rows)]) for i, (header, _, _) in enumerate(columns)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+# (header, justify, may wrap)
+COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("workload", "left", True),
+    ("precision", "left", True),
+    ("compile", "left", True),
+    ("batch", "right", False),
+    ("samples/s", "right", False),
+    ("CV", "right", False),
+    ("step ms", "right", False),  # median
+    ("mem GB", "right", False),  # peak, 10^9 bytes
+    ("TFLOP/s", "right", False),
+    ("status", "left", False),
+)
+
+
+def _plain(text: str) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(text).plain
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    status = r.get("status", "?")
+    style = STATUS_STYLE.get(status, "")
+    workload = r.get("workload", "?")
+    if r.get("seq_len"):
+        workload = f"{workload} ({r['seq_len']})"
+    if r.get("flavour") == "tiny":
+        workload += " \\[tiny]"  # escaped: rich would read "[tiny]" as markup and drop it
+    batch = str(r.get("batch_size", "-"))
+    if r.get("batch_size_search"):
+        batch += " (auto)"
+    if (r.get("world_size") or 1) > 1:  # data-parallel: per-device batch x devices
+        batch += f" x{r['world_size']}"
+    step = (r.get("step_time_s") or {}).get("median")
+    return [
+        workload,
+        str(r.get("precision", "?")),
+        str(r.get("compile", "?")),
+        batch,
+        _throughput(r.get("samples_per_s")),
+        _fmt(r.get("cv"), ".1%"),
+        _fmt(step, ",.1f", 1e3),
+        _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),
+        _fmt(r.get("achieved_flops_per_s"), ".2f", 1e-12),
+        f"[{style}]{status}[/{style}]" if style else status,
+    ]
 
 
 def vs_published_cell(vs: dict[str, Any] | None) -> str:
@@ -79,6 +110,32 @@ def vs_published_cell(vs: dict[str, Any] | None) -> str:
 
     text = vs_published_short(vs)
     return "-" if text == "\u2014" else text
+
+
+def _efficiency(r: dict[str, Any]) -> dict[str, Any]:
+    from dlbench.analysis.energy import result_efficiency
+
+    return result_efficiency(r)
+
+
+def _per_watt_cell(r: dict[str, Any]) -> str:
+    eff = _efficiency(r)
+    cell = _fmt(eff.get("samples_per_s_per_w"), ".2f")
+    return f"{cell} [yellow]throttled[/yellow]" if eff.get("throttled") else cell
+
+
+class _Optional:
+    """A column shown only when some result has its data (vs published after ranking; perf/W with telemetry)."""
+
+    def __init__(self, header: str, justify: str, wanted, cell) -> None:
+        self.header, self.justify, self.wanted, self.cell = header, justify, wanted, cell
+
+
+OPTIONAL_COLUMNS: tuple[_Optional, ...] = (
+    _Optional("samples/s/W", "right", lambda r: _efficiency(r).get("samples_per_s_per_w") is not None, _per_watt_cell),
+    _Optional("vs published", "right", lambda r: bool(r.get("vs_published")),
+              lambda r: vs_published_cell(r.get("vs_published"))),
+)
 
 
 def result_messages(results: list[dict[str, Any]]) -> list[str]:

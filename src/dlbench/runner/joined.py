@@ -149,7 +149,7 @@ def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
     nodes = max((r.get("nodes") or 1 for r in results), default=1)
     title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"
     if results:
-        out.print(results_table(results, title=title))
+        out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False)
     err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)

@@ -311,18 +311,22 @@ def _measure(
     _peak_memory_reset(device)
     repeats = []
     total = config.steps * config.repeats
+    telemetry = None
     if sampler is not None:
         sampler.start()
-    for r in range(config.repeats):
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        repeats.append({"step_times_s": times})
-    telemetry = sampler.stop() if sampler is not None else None
+    try:
+        for r in range(config.repeats):
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            repeats.append({"step_times_s": times})
+    finally:  # an OOM or crash mid-measurement still stops the sampler's thread
+        if sampler is not None:
+            telemetry = sampler.stop()
     peak_memory = _peak_memory(device)
 
     compiles_after = _compile_counters()

@@ -295,11 +295,13 @@ def _measure_one(config: RunConfig, timeout_s: float, observer: SweepObserver,
                         f"(gives up in {left:.0f} s)")
 
     start_temp, thermal_warning = wait_until_cool(thermometer, max_start_temp_c, max_wait_s, on_wait)
-    observer.status("starting worker")
+    observer.status("starting the worker process")
 
     def on_event(event: dict[str, Any]) -> None:
         if event.get("event") == "progress":
             observer.progress(str(event.get("phase")), int(event.get("done", 0)), int(event.get("total", 0)))
+        elif event.get("event") == "status":
+            observer.status(str(event.get("text")))
 
     if config.world_size > 1:  # data-parallel: one process per device through torchrun (dlbench.runner.launch)
         from dlbench.runner.launch import run_group_worker

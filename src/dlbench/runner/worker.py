@@ -114,6 +114,7 @@ def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
     from dlbench.runner.measure import measure
 
     sampler, telemetry_reason = create_sampler(config.device)
+    pipe.send({"event": "status", "text": "building the model and inputs"})
     try:
         measurement = measure(config, progress=pipe.progress, sampler=sampler)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a status
