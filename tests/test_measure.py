@@ -267,3 +267,43 @@ def test_cuda_measurement_uses_events_and_counts_memory():
         flags["channels_last"] is True and flags["optimizer_impl"] == "fused" and flags["grad_scaler"] is True
     )
     assert all(t > 0 for r in result["repeats"] for t in r["step_times_s"])
+
+
+@pytest.mark.slow
+def test_compiled_run_on_cpu_keeps_compile_time_apart():
+    """torch.compile on a CPU (Inductor + C++): about 2 minutes on 2 cores, so opt-in (DLBENCH_RUN_SLOW=1)."""
+    import os
+
+    if os.environ.get("DLBENCH_RUN_SLOW") != "1":
+        pytest.skip("slow: set DLBENCH_RUN_SLOW=1 to compile a tiny model on the CPU")
+    config = RunConfig(
+        "bert-base-squad", flavour="tiny", compile="default", batch_size=4, warmup_steps=1, steps=3, repeats=1
+    )
+    result = measure(config)
+    assert result["compile_time_s"] > max(result["repeats"][0]["step_times_s"])
+    assert result["precision_flags"]["compile_cache"].startswith("cold")
+    assert not result["warnings"]  # no recompilation after the compile steps
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_cuda_compiled_modes(mode):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    config = RunConfig(
+        "bert-base-mlm",
+        flavour="tiny",
+        precision="amp-bf16",
+        compile=mode,
+        device="cuda",
+        batch_size=16,
+        warmup_steps=2,
+        steps=5,
+        repeats=2,
+    )
+    result = measure(config)
+    assert result["compile_time_s"] > max(t for r in result["repeats"] for t in r["step_times_s"])
+    assert not result["warnings"]
+    assert result["precision_flags"]["attention"] == "sdpa"

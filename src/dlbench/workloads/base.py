@@ -6,8 +6,10 @@ A workload builds a module whose `forward(*inputs)` returns the scalar training 
 `torch.compile` sees the loss too (it fuses into the last layers) and a DDP wrapper needs nothing special.
 `dlbench.runner.measure` drives it:
 
-    model = workload.build_model(config)                 # on the CPU, random weights
-    inputs = workload.make_inputs(config, batch_size, generator)   # CPU tensors, fixed seed
+    with torch.device(device):
+        model = workload.build_model(config)                       # random weights, made on the device
+    inputs = workload.make_inputs(config, batch_size, generator)   # CPU tensors from a seeded generator
+    model, inputs, channels_last = workload.to_device(model, inputs, device)
     optimizer, impl = workload.make_optimizer(model.parameters(), device)
     loss = model(*inputs)
 
@@ -54,7 +56,7 @@ def scaled_batch_size(batch_80gb: int, device_memory_bytes: int | None, cpu_batc
 
 
 class Workload:
-    """A trainable model with synthetic data. Subclasses fill in the four `build`/`make` methods.
+    """A trainable model with synthetic data. Subclasses provide `build_model`, `make_inputs`, `make_optimizer`.
 
     Attributes:
         name: registry key, e.g. "resnet50".
