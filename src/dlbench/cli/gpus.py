@@ -8,6 +8,7 @@ Never imports torch. Figures are stored in SI units and converted to GB, GB/s an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
@@ -68,8 +69,8 @@ def select(vendor: str | None, min_memory_gb: float | None, form_factor: str | N
             raise BadInput(f"unknown vendor {vendor!r}; expected one of: {', '.join(vendors)}")
         specs = [spec for spec in specs if spec.vendor.lower() == vendor.lower()]
     if min_memory_gb is not None:
-        if min_memory_gb < 0:
-            raise BadInput(f"--min-memory-gb must be zero or more, got {min_memory_gb:g}")
+        if not math.isfinite(min_memory_gb) or min_memory_gb < 0:
+            raise BadInput(f"--min-memory-gb must be a finite number, zero or more, got {min_memory_gb:g}")
         specs = [spec for spec in specs if spec.memory_bytes is not None
                  and spec.memory_bytes >= min_memory_gb * GIB]
     if form_factor is not None:

@@ -1,0 +1,38 @@
+"""Hostile input from a second test pass: each bad value exits 2 with one `error:` line, never a traceback.
+
+Run with `python -m pytest tests/test_hostile_input.py`. Every test here failed before the fix it names.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dlbench.cli.app import main
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """`dlbench ARGS` through the real entry point in this process: (exit code, stdout, stderr)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_bad_input(code: int, out: str, err: str, *words: str) -> None:
+    """Exit 2, nothing on stdout, exactly one line on stderr, starting `error:` and naming `words`."""
+    assert code == 2, (code, out, err)
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for word in words:
+        assert word in lines[0], (word, err)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_gpus_min_memory_not_finite_is_bad_input(capsys, value):
+    assert_bad_input(*cli(capsys, "gpus", "--min-memory-gb", value), "--min-memory-gb")
