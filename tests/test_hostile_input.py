@@ -36,3 +36,14 @@ def assert_bad_input(code: int, out: str, err: str, *words: str) -> None:
 @pytest.mark.parametrize("value", ["nan", "inf"])
 def test_gpus_min_memory_not_finite_is_bad_input(capsys, value):
     assert_bad_input(*cli(capsys, "gpus", "--min-memory-gb", value), "--min-memory-gb")
+
+
+@pytest.mark.parametrize("option, value", [("--cloud-price-per-hour", "1e308"), ("--years", "1e308"),
+                                           ("--host-power-w", "1e308")])
+def test_cost_overflowing_inputs_are_bad_input_not_an_internal_error(capsys, option, value):
+    args = ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2.14", "--json"]
+    if option == "--cloud-price-per-hour":
+        args[4] = value
+    else:
+        args += [option, value]
+    assert_bad_input(*cli(capsys, *args), "overflows")
