@@ -47,3 +47,16 @@ def test_cost_overflowing_inputs_are_bad_input_not_an_internal_error(capsys, opt
     else:
         args += [option, value]
     assert_bad_input(*cli(capsys, *args), "overflows")
+
+
+@pytest.mark.parametrize("top", ["0", "-3"])
+def test_advise_top_below_one_is_bad_input(capsys, top):
+    # -3 used to show all but the last three options, as a Python slice does.
+    assert_bad_input(*cli(capsys, "advise", "--no-runs", "--top", top), "--top")
+
+
+def test_advise_with_no_matching_gpu_prints_no_empty_table(capsys):
+    code, out, _ = cli(capsys, "advise", "--no-runs", "--min-memory-gb", "100000")
+    assert code == 0
+    assert "no GPU in the catalogue matches these filters" in out
+    assert "┃" not in out and "build" not in out  # no table header
