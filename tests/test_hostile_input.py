@@ -59,4 +59,4 @@ def test_advise_with_no_matching_gpu_prints_no_empty_table(capsys):
     code, out, _ = cli(capsys, "advise", "--no-runs", "--min-memory-gb", "100000")
     assert code == 0
     assert "no GPU in the catalogue matches these filters" in out
-    assert "┃" not in out and "build" not in out  # no table header
+    assert "┃" not in out and "ranked by" not in out  # no table, no title
