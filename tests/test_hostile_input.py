@@ -60,3 +60,23 @@ def test_advise_with_no_matching_gpu_prints_no_empty_table(capsys):
     assert code == 0
     assert "no GPU in the catalogue matches these filters" in out
     assert "┃" not in out and "ranked by" not in out  # no table, no title
+
+
+def _document(tmp_path, name: str, **changes) -> str:
+    """A valid result document (tests/store_docs.py) with `changes` applied to its first result, as a file."""
+    import store_docs
+
+    doc = store_docs.document()
+    doc["results"][0].update(changes)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return str(path)
+
+
+def test_import_of_an_integer_beyond_64_bits_is_rejected_and_nothing_is_stored(capsys, tmp_path):
+    good = _document(tmp_path, "good.json")
+    huge = _document(tmp_path, "huge.json", peak_memory_bytes=10**30)
+    code, out, err = cli(capsys, "results", "import", good, huge)
+    assert_bad_input(code, out, err, "huge.json", "peak_memory_bytes", "64")
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    assert code == 0 and json.loads(out) == []

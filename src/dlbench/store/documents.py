@@ -38,8 +38,12 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {}
 _Check = Callable[[Any], bool]
 
 
+# Integers are stored as SQL BIGINT (signed 64-bit, in SQLite and PostgreSQL alike).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and _INT64_MIN <= v <= _INT64_MAX
 
 
 def _is_number(v: Any) -> bool:
@@ -151,6 +155,8 @@ def _type_name(v: Any) -> str:
         return "boolean"
     if isinstance(v, float) and not math.isfinite(v):
         return repr(v)
+    if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+        return f"{v} (too large for 64 bits)"
     return {dict: "object", list: "list", str: "string", int: "integer", float: "number"}.get(type(v), type(v).__name__)
 
 
