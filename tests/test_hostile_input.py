@@ -80,3 +80,43 @@ def test_import_of_an_integer_beyond_64_bits_is_rejected_and_nothing_is_stored(c
     assert_bad_input(code, out, err, "huge.json", "peak_memory_bytes", "64")
     code, out, _ = cli(capsys, "results", "list", "--json")
     assert code == 0 and json.loads(out) == []
+
+
+def test_show_prints_created_at_in_utc_as_it_says(capsys, tmp_path):
+    import store_docs
+
+    doc = store_docs.document(created_at="2026-11-21T05:00:00+02:00")
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert cli(capsys, "results", "import", str(path))[0] == 0
+    code, out, _ = cli(capsys, "results", "show", doc["run_id"])
+    assert code == 0
+    assert "created 2026-11-21 03:00 UTC" in out  # was 05:00, the local time, labelled UTC
+
+
+def test_show_does_not_read_markup_in_a_document(capsys, tmp_path):
+    import store_docs
+
+    doc = store_docs.document()
+    doc["dlbench_version"] = "[/bold]"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert cli(capsys, "results", "import", str(path))[0] == 0
+    code, out, err = cli(capsys, "results", "show", "latest")
+    assert code == 0, err
+    assert "dlbench [/bold]" in out
+
+
+@pytest.mark.parametrize("target", ["dir", "missing-parent-in-proc"])
+def test_export_json_to_an_unwritable_path_is_bad_input(capsys, tmp_path, target):
+    import store_docs
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(store_docs.document()), encoding="utf-8")
+    assert cli(capsys, "results", "import", str(path))[0] == 0
+    output = str(tmp_path) if target == "dir" else "/proc/dlbench-test/x.json"
+    assert_bad_input(*cli(capsys, "results", "export", "--format", "json", "-o", output), "cannot write")
+
+
+def test_import_of_an_empty_path_is_bad_input_not_the_current_folder(capsys):
+    assert_bad_input(*cli(capsys, "results", "import", ""), "empty path")
