@@ -120,3 +120,37 @@ def test_export_json_to_an_unwritable_path_is_bad_input(capsys, tmp_path, target
 
 def test_import_of_an_empty_path_is_bad_input_not_the_current_folder(capsys):
     assert_bad_input(*cli(capsys, "results", "import", ""), "empty path")
+
+
+@pytest.mark.parametrize("telemetry, key", [
+    ({"available": True, "throttle_reasons": 5}, "telemetry.throttle_reasons"),
+    ({"available": True, "temperature_max_c": "hot"}, "telemetry.temperature_max_c"),
+    ({"available": True, "gpu_names": "H100"}, "telemetry.gpu_names"),
+])
+def test_malformed_telemetry_is_rejected_on_import_and_by_doctor(capsys, tmp_path, telemetry, key):
+    # Such a document used to be stored, and `dlbench doctor` then failed with an internal error.
+    path = _document(tmp_path, "tele.json", telemetry=telemetry)
+    assert_bad_input(*cli(capsys, "results", "import", path), "tele.json", key)
+    assert_bad_input(*cli(capsys, "doctor", path), key)
+
+
+def test_telemetry_blocks_the_sampler_writes_still_validate():
+    import store_docs
+    from dlbench.analysis.energy import combine_ranks
+    from dlbench.store.documents import validate_document
+    from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+    from dlbench.telemetry.nvml import DeviceMatch
+    from dlbench.telemetry.sampler import NvmlSampler, create_sampler
+
+    gpu = FakeGpu()
+    sampler = NvmlSampler(FakeNvml([gpu]), DeviceMatch(gpu, 0, gpu.uuid, "uuid"), 0, interval_s=0.1)
+    sampler.begin()
+    for _ in range(3):
+        sampler.sample_now()
+    block = json.loads(json.dumps(sampler.finish()))  # as stored: through JSON
+    assert block["available"] is True
+    doc = store_docs.document()
+    doc["results"][0]["telemetry"] = block
+    doc["results"][1]["telemetry"] = json.loads(json.dumps(combine_ranks([block, block])))
+    doc["results"][2]["telemetry"] = create_sampler("cpu").stop()
+    validate_document(doc)
