@@ -166,3 +166,15 @@ def test_full_width_gpu_names_are_found(capsys):
 def test_gpu_names_without_spaces_are_offered_as_close_matches(capsys, typed):
     # Not taken as a name (test_catalog.py), but "RTX4090" used to get no suggestion at all.
     assert_bad_input(*cli(capsys, "gpus", "show", typed), "close matches: RTX 4090")
+
+
+def test_the_model_with_stored_runs_is_fitted_once_not_once_per_gpu():
+    # `dlbench advise` with stored runs refitted the model (with its leave-one-out residuals) for each of
+    # the ~60 GPUs it ranks: several seconds, where issue 4 asks for under one.
+    from dlbench.analysis import estimate as est
+    from dlbench.analysis.perf_model import get_model
+
+    mine = est.measured_point("RTX 3090", "resnet50", "amp-fp16", 1234.0)
+    first = get_model(extra_points=[mine])
+    assert first is not None
+    assert get_model(extra_points=[mine]) is first
