@@ -9,18 +9,7 @@ import json
 
 import pytest
 
-from dlbench.cli.app import main
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    """`dlbench ARGS` through the real entry point in this process: (exit code, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from cli_helpers import cli
 
 
 def assert_bad_input(code: int, out: str, err: str, *words: str) -> None:
