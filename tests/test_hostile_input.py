@@ -167,3 +167,20 @@ def test_the_model_with_stored_runs_is_fitted_once_not_once_per_gpu():
     first = get_model(extra_points=[mine])
     assert first is not None
     assert get_model(extra_points=[mine]) is first
+
+
+def test_a_data_folder_that_cannot_be_created_is_bad_input(capsys, monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DLBENCH_HOME", str(blocker / "home"))
+    assert_bad_input(*cli(capsys, "results", "list"), "cannot create the dlbench data folder")
+
+
+def test_estimate_needs_no_data_folder(capsys, monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("DLBENCH_HOME", str(blocker / "home"))
+    code, out, err = cli(capsys, "estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision",
+                         "tf32", "--json")
+    assert code == 0, err
+    assert json.loads(out)["gpu"] == "RTX 3090"
