@@ -184,3 +184,24 @@ def test_estimate_needs_no_data_folder(capsys, monkeypatch, tmp_path):
                          "tf32", "--json")
     assert code == 0, err
     assert json.loads(out)["gpu"] == "RTX 3090"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "abc"], ["--cloud-price-per-hour", "dlbench cost"]),
+    (["results", "export", "--format", "xml"], ["--format", "xml"]),
+    (["gpus", "--bogus"], ["--bogus"]),
+    (["cost"], ["--gpu"]),
+    (["results", "show"], ["RUN_ID"]),
+    (["no-such-command"], ["no-such-command"]),
+])
+def test_option_parse_errors_are_one_error_line_too(capsys, args, words):
+    # Click's own errors used to print a usage line, a hint and a boxed message on stderr.
+    assert_bad_input(*cli(capsys, *args), *words)
+
+
+def test_help_version_and_bare_group_keep_their_exit_codes(capsys):
+    assert cli(capsys, "--version")[0] == 0
+    code, out, _ = cli(capsys, "results", "--help")
+    assert code == 0 and "Usage" in out
+    code, out, _ = cli(capsys, "results")  # no_args_is_help: the help, exit 2 as click does
+    assert code == 2 and "Usage" in out
