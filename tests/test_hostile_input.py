@@ -205,3 +205,21 @@ def test_help_version_and_bare_group_keep_their_exit_codes(capsys):
     assert code == 0 and "Usage" in out
     code, out, _ = cli(capsys, "results")  # no_args_is_help: the help, exit 2 as click does
     assert code == 2 and "Usage" in out
+
+
+def test_terminal_escapes_in_a_document_do_not_reach_the_terminal(capsys, tmp_path):
+    import store_docs
+
+    doc = store_docs.document(env=store_docs.environment(hostname="evil\x1b]0;pwned\x07host"))
+    doc["results"][0]["workload"] = "resnet50\x1b[2J"
+    doc["results"][0]["error"] = "boom\x1b[31m"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert cli(capsys, "results", "import", str(path))[0] == 0
+    for args in (["results", "list"], ["results", "show", "latest"], ["doctor", "latest"]):
+        code, out, err = cli(capsys, *args)
+        assert code == 0, err
+        assert "\x1b" not in out and "\x07" not in out, args
+        assert "evil" in out or "resnet50" in out
+    code, out, _ = cli(capsys, "results", "show", "latest", "--json")
+    assert json.loads(out)["environment"]["hostname"] == "evil\x1b]0;pwned\x07host"  # the data is kept as is

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._common import console, db_option, json_option, plain, print_json
 from dlbench.errors import BadInput
 
 RUN_REF_HELP = "Run id, a unique prefix of one (as git does), or 'latest'."
@@ -44,7 +44,7 @@ def _row(table, *cells: str) -> None:
     """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
     from rich.text import Text
 
-    table.add_row(*(Text(cell) for cell in cells))
+    table.add_row(*(Text(plain(cell)) for cell in cells))
 
 
 def _table_console():
@@ -222,7 +222,7 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
 
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
-                  f"dlbench {escape(doc['dlbench_version'])}, schema {doc['schema_version']}")
+                  f"dlbench {escape(plain(doc['dlbench_version']))}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
         out.print(_results_table(doc))
         out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
