@@ -223,3 +223,10 @@ def test_terminal_escapes_in_a_document_do_not_reach_the_terminal(capsys, tmp_pa
         assert "evil" in out or "resnet50" in out
     code, out, _ = cli(capsys, "results", "show", "latest", "--json")
     assert json.loads(out)["environment"]["hostname"] == "evil\x1b]0;pwned\x07host"  # the data is kept as is
+
+
+def test_gpus_show_says_unknown_figures_without_a_unit(capsys):
+    code, out, _ = cli(capsys, "gpus", "show", "MI210")  # no TF32 or FP8 figure in the catalogue
+    assert code == 0
+    assert "- TFLOPS" not in out
+    assert "181.0 TFLOPS" in out
