@@ -230,3 +230,12 @@ def test_gpus_show_says_unknown_figures_without_a_unit(capsys):
     assert code == 0
     assert "- TFLOPS" not in out
     assert "181.0 TFLOPS" in out
+
+
+def test_estimate_gpus_beyond_one_machine_is_bad_input(capsys):
+    # 100000 GPUs used to be "estimated" by the per-added-GPU factor: 116 million images/s.
+    assert_bad_input(*cli(capsys, "estimate", "--gpu", "RTX 4090", "--workload", "resnet50", "--precision",
+                          "amp-fp16", "--gpus", "100000", "--no-runs"), "--gpus", "8")
+    code, out, _ = cli(capsys, "estimate", "--gpu", "RTX 4090", "--workload", "resnet50", "--precision", "amp-fp16",
+                       "--gpus", "8", "--no-runs", "--json")
+    assert code == 0 and json.loads(out)["num_gpus"] == 8
