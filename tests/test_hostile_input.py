@@ -239,3 +239,42 @@ def test_estimate_gpus_beyond_one_machine_is_bad_input(capsys):
     code, out, _ = cli(capsys, "estimate", "--gpu", "RTX 4090", "--workload", "resnet50", "--precision", "amp-fp16",
                        "--gpus", "8", "--no-runs", "--json")
     assert code == 0 and json.loads(out)["num_gpus"] == 8
+
+
+def _a100_doc(**result):
+    import store_docs
+
+    return store_docs.document(results=[store_docs.result(**result)],
+                               env=store_docs.environment("NVIDIA A100-SXM4-80GB"))
+
+
+def test_doctor_does_not_compare_with_published_rows_marked_not_comparable():
+    # NVIDIA's BERT-large seq-512 figures use sequence binning (reference README): they used to be the
+    # "published median" for a fixed-length seq-512 run.
+    from dlbench.analysis.diagnose import diagnose
+
+    report = diagnose(_a100_doc(workload="bert-large-mlm", seq_len=512, precision="amp-fp16", batch_size=8))
+    assert report["gpu"] == "A100 SXM4 80GB"
+    assert report["results"][0]["published"] is None
+    same_at_128 = diagnose(_a100_doc(workload="bert-large-mlm", seq_len=128, precision="amp-fp16", batch_size=8))
+    assert same_at_128["results"][0]["published"] is not None  # comparable rows still match
+
+
+def test_doctor_does_not_compare_a_tiny_flavour_result_with_the_full_model():
+    from dlbench.analysis.diagnose import diagnose
+
+    doc = _a100_doc(workload="resnet50", precision="tf32")
+    doc["results"][0]["flavour"] = "tiny"
+    entry = diagnose(doc)["results"][0]
+    assert entry["published"] is None and entry["estimate"] is None and entry["ratio"] is None
+    assert entry["findings"][0]["cause"] == "tiny_flavour"
+
+
+def test_doctor_does_not_compare_a_cpu_result_with_gpu_figures():
+    from dlbench.analysis.diagnose import diagnose
+
+    doc = _a100_doc(workload="resnet50", precision="fp32")
+    doc["results"][0]["device"] = "cpu"
+    entry = diagnose(doc)["results"][0]
+    assert entry["published"] is None and entry["estimate"] is None
+    assert entry["findings"][0]["cause"] == "not_on_gpu"

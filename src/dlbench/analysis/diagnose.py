@@ -144,6 +144,7 @@ def _published_for(rows: list[Any], gpu: str, result: dict[str, Any]) -> dict[st
     world = result.get("world_size") or 1
     match = [r for r in rows if r.gpu == gpu and r.workload == result.get("workload")
              and r.precision == result.get("precision") and r.num_gpus == world
+             and getattr(r, "comparable", True)  # e.g. NVIDIA's seq-512 BERT with sequence binning
              and (result.get("seq_len") is None or r.seq_len in (None, result.get("seq_len")))]
     if not match:
         return None
@@ -152,6 +153,23 @@ def _published_for(rows: list[Any], gpu: str, result: dict[str, Any]) -> dict[st
             "count": len(match), "batch_sizes_per_gpu": sorted({r.batch_size_per_gpu for r in match
                                                                 if r.batch_size_per_gpu}),
             "sources": sorted({r.source for r in match})}
+
+
+def _not_comparable(result: dict[str, Any]) -> dict[str, Any] | None:
+    """A finding when published and estimated GPU figures do not describe this result, else None.
+
+    A tiny-flavour result (a few layers, small inputs: a smoke test) is not the full model; a result measured
+    on the CPU of a GPU machine is not the GPU's.
+    """
+    if result.get("flavour") == "tiny":
+        return _finding("tiny_flavour", "info", "tiny flavour (a few layers, small inputs): not comparable with "
+                        "published or estimated figures for the full model",
+                        "Measure the full model (the default flavour).")
+    device = str(result.get("device") or "")
+    if device and not device.startswith("cuda"):
+        return _finding("not_on_gpu", "info", f"measured on {device}, not on the GPU: not comparable with GPU "
+                        "figures")
+    return None
 
 
 def _verdict(ratio: float | None) -> str:
@@ -223,9 +241,10 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
             results_out.append(entry)
             continue
         sps = float(r["samples_per_s"])
-        pub = _published_for(rows, gpu, r) if gpu else None
+        unlike = _not_comparable(r)
+        pub = _published_for(rows, gpu, r) if gpu and not unlike else None
         est = None
-        if gpu is not None:
+        if gpu is not None and not unlike:
             try:
                 est = est_fn(gpu, r.get("workload"), r.get("precision"), entry["world_size"])
             except Exception as exc:  # noqa: BLE001 - estimator missing or no model for this case
@@ -241,6 +260,8 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                      compared_with="published" if pub else ("estimate" if est else None))
         entry["verdict"] = _verdict(entry["ratio"])
         entry["findings"] = telemetry_findings(r)
+        if unlike:
+            entry["findings"].insert(0, unlike)
         if r.get("compile") == "off" and entry["verdict"] == "below":
             entry["findings"].append(_finding(
                 "compile_off", "info", "eager mode (compile off)",
