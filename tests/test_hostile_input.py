@@ -278,3 +278,16 @@ def test_doctor_does_not_compare_a_cpu_result_with_gpu_figures():
     entry = diagnose(doc)["results"][0]
     assert entry["published"] is None and entry["estimate"] is None
     assert entry["findings"][0]["cause"] == "not_on_gpu"
+
+
+def test_doctor_tells_apart_gpus_that_report_the_same_name_by_their_memory():
+    # torch reports "NVIDIA GeForce RTX 4060 Ti" for the 8 GB and the 16 GB card; doctor said the GPU was
+    # not in the catalogue.
+    import store_docs
+    from dlbench.analysis.diagnose import diagnose
+
+    env = store_docs.environment("NVIDIA GeForce RTX 4060 Ti")
+    env["gpus"][0]["memory_bytes"] = 17_175_150_592  # torch's total_memory of a 16 GB card
+    report = diagnose(store_docs.document(results=[store_docs.result()], env=env))
+    assert report["gpu"] == "RTX 4060 Ti 16GB"
+    assert not any("not in the GPU catalogue" in note for note in report["notes"])

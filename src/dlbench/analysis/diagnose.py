@@ -118,10 +118,11 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _canonical_default(name: str) -> str | None:
+def _canonical_default(name: str, memory_bytes: int | None = None) -> str | None:
     from dlbench import catalog
 
-    return catalog.canonical_name(name)
+    # The memory tells apart cards that report the same name (RTX 4060 Ti 8 GB and 16 GB).
+    return catalog.canonical_name(name, memory_bytes)
 
 
 def _published_default() -> list[Any]:
@@ -205,7 +206,8 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                                  "In data-parallel training the slowest GPU sets the pace (seed 000); benchmark "
                                  "equal GPUs together (CUDA_VISIBLE_DEVICES)."))
 
-    canonical_fn = canonical or _canonical_default
+    memory = next((g.get("memory_bytes") for g in env.get("gpus") or [] if g.get("name")), None)
+    canonical_fn = canonical or (lambda name: _canonical_default(name, memory))
     gpu = None
     if gpu_names:
         try:
