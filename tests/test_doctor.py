@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 import store_docs
+from cli_helpers import cli
 from dlbench.analysis.diagnose import diagnose, likely_causes
-from dlbench.cli.app import main
 from dlbench.cli.doctor import machine
 from dlbench.store import open_store
 from dlbench.telemetry import checks as ck
@@ -207,17 +207,6 @@ def test_diagnosis_mixed_models_compile_gain_and_missing_telemetry():
     assert any(f["cause"] == "no_telemetry" and "no NVML" in f["message"] for f in eager["findings"])
     compile_note = next(f for f in eager["findings"] if f["cause"] == "compile_off")
     assert "+33%" in compile_note["message"]
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    """`dlbench ARGS` through the real entry point in this process: (exit code, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_doctor_run_id_names_thermal_throttling(capsys, tmp_path):

@@ -17,23 +17,12 @@ from pathlib import Path
 import pytest
 
 import store_docs
+from cli_helpers import cli
 from dlbench import paths
-from dlbench.cli.app import main
 from dlbench.store import open_store
 from dlbench.store.rows import EXPORT_COLUMNS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Run `dlbench ARGS` in this process; returns (exit code, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture

@@ -24,15 +24,26 @@ def data_dir(create: bool = True) -> Path:
 
         path = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        _make(path)
     return path
+
+
+def _make(path: Path) -> None:
+    """mkdir -p, or a one-line DataError naming the folder (a read-only home, a typo in DLBENCH_HOME)."""
+    from dlbench.errors import DataError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot create the dlbench data folder ({exc.strerror}); set DLBENCH_HOME "
+                        "to a writable folder") from None
 
 
 def results_dir(create: bool = True) -> Path:
     """Folder of JSON result documents, one file per run."""
     path = data_dir(create) / "results"
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        _make(path)
     return path
 
 

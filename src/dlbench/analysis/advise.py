@@ -25,7 +25,7 @@ FORM_FACTORS = ("workstation", "server")
 DEFAULT_WORKLOAD = "bert-large-squad"
 DEFAULT_PRECISION = "amp-fp16"
 DEFAULT_MAX_GPUS = 2
-MAX_GPUS_LIMIT = 8
+MAX_GPUS_LIMIT = est.MAX_GPUS
 
 
 @dataclass(frozen=True)

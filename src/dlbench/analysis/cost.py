@@ -67,6 +67,13 @@ def check_utilization(value: float) -> float:
     return float(value)
 
 
+def check_finite_result(what: str, values: dict) -> None:
+    """BadInput when inputs that are each finite multiply out to infinity (e.g. a price of 1e308 USD)."""
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise BadInput(f"{what}: {key} overflows with these inputs; use realistic prices, powers and years")
+
+
 def host_for(num_gpus: int, host_price_usd: float = DEFAULT_HOST_PRICE_USD,
              host_power_w: float = DEFAULT_HOST_POWER_W) -> tuple[float, float]:
     """(price USD, power W) of the host for a build of `num_gpus` GPUs.
@@ -129,12 +136,14 @@ def total_cost_of_ownership(
     power = gpu_power_w * num_gpus + host_w
     kwh = energy_kwh_per_year(power, utilization)
     per_year = kwh * electricity_price_usd_per_kwh
-    return Ownership(
+    owned = Ownership(
         num_gpus=num_gpus, gpu_price_usd=gpu_price_usd, host_price_usd=host_usd, purchase_usd=purchase,
         power_w=power, utilization=utilization, electricity_price_usd_per_kwh=electricity_price_usd_per_kwh,
         years=years, energy_kwh_per_year=kwh, electricity_usd_per_year=per_year,
         electricity_usd=per_year * years, total_usd=purchase + per_year * years,
     )
+    check_finite_result("total cost of ownership", owned.to_dict())
+    return owned
 
 
 @dataclass(frozen=True)
@@ -183,10 +192,12 @@ def cloud_break_even(
     per_day = per_year / DAYS_PER_YEAR
     cloud_per_day = cloud_price_usd_per_hour * utilization * HOURS_PER_DAY
     margin = cloud_per_day - per_day
-    return BreakEven(
+    result = BreakEven(
         system_price_usd=system_price_usd, power_w=power_w, cloud_price_usd_per_hour=cloud_price_usd_per_hour,
         utilization=utilization, electricity_price_usd_per_kwh=electricity_price_usd_per_kwh,
         energy_kwh_per_year=kwh, electricity_usd_per_year=per_year, cloud_usd_per_day=cloud_per_day,
         electricity_usd_per_day=per_day, first_year_desktop_usd=system_price_usd + per_year,
         break_even_days=system_price_usd / margin if margin > 0 else None,
     )
+    check_finite_result("break-even", result.to_dict())
+    return result

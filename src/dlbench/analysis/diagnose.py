@@ -118,10 +118,11 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _canonical_default(name: str) -> str | None:
+def _canonical_default(name: str, memory_bytes: int | None = None) -> str | None:
     from dlbench import catalog
 
-    return catalog.canonical_name(name)
+    # The memory tells apart cards that report the same name (RTX 4060 Ti 8 GB and 16 GB).
+    return catalog.canonical_name(name, memory_bytes)
 
 
 def _published_default() -> list[Any]:
@@ -144,6 +145,7 @@ def _published_for(rows: list[Any], gpu: str, result: dict[str, Any]) -> dict[st
     world = result.get("world_size") or 1
     match = [r for r in rows if r.gpu == gpu and r.workload == result.get("workload")
              and r.precision == result.get("precision") and r.num_gpus == world
+             and getattr(r, "comparable", True)  # e.g. NVIDIA's seq-512 BERT with sequence binning
              and (result.get("seq_len") is None or r.seq_len in (None, result.get("seq_len")))]
     if not match:
         return None
@@ -152,6 +154,23 @@ def _published_for(rows: list[Any], gpu: str, result: dict[str, Any]) -> dict[st
             "count": len(match), "batch_sizes_per_gpu": sorted({r.batch_size_per_gpu for r in match
                                                                 if r.batch_size_per_gpu}),
             "sources": sorted({r.source for r in match})}
+
+
+def _not_comparable(result: dict[str, Any]) -> dict[str, Any] | None:
+    """A finding when published and estimated GPU figures do not describe this result, else None.
+
+    A tiny-flavour result (a few layers, small inputs: a smoke test) is not the full model; a result measured
+    on the CPU of a GPU machine is not the GPU's.
+    """
+    if result.get("flavour") == "tiny":
+        return _finding("tiny_flavour", "info", "tiny flavour (a few layers, small inputs): not comparable with "
+                        "published or estimated figures for the full model",
+                        "Measure the full model (the default flavour).")
+    device = str(result.get("device") or "")
+    if device and not device.startswith("cuda"):
+        return _finding("not_on_gpu", "info", f"measured on {device}, not on the GPU: not comparable with GPU "
+                        "figures")
+    return None
 
 
 def _verdict(ratio: float | None) -> str:
@@ -187,7 +206,8 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                                  "In data-parallel training the slowest GPU sets the pace (seed 000); benchmark "
                                  "equal GPUs together (CUDA_VISIBLE_DEVICES)."))
 
-    canonical_fn = canonical or _canonical_default
+    memory = next((g.get("memory_bytes") for g in env.get("gpus") or [] if g.get("name")), None)
+    canonical_fn = canonical or (lambda name: _canonical_default(name, memory))
     gpu = None
     if gpu_names:
         try:
@@ -223,9 +243,10 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
             results_out.append(entry)
             continue
         sps = float(r["samples_per_s"])
-        pub = _published_for(rows, gpu, r) if gpu else None
+        unlike = _not_comparable(r)
+        pub = _published_for(rows, gpu, r) if gpu and not unlike else None
         est = None
-        if gpu is not None:
+        if gpu is not None and not unlike:
             try:
                 est = est_fn(gpu, r.get("workload"), r.get("precision"), entry["world_size"])
             except Exception as exc:  # noqa: BLE001 - estimator missing or no model for this case
@@ -241,6 +262,8 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                      compared_with="published" if pub else ("estimate" if est else None))
         entry["verdict"] = _verdict(entry["ratio"])
         entry["findings"] = telemetry_findings(r)
+        if unlike:
+            entry["findings"].insert(0, unlike)
         if r.get("compile") == "off" and entry["verdict"] == "below":
             entry["findings"].append(_finding(
                 "compile_off", "info", "eager mode (compile off)",

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from dlbench.analysis.gpu_scaling import (  # noqa: F401 - re-exported: the estimator's public API
+    MAX_GPUS,
     published_scaling,
     scale,
     scaling_factor,
@@ -121,8 +122,9 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
     name = gpu_name(spec)
     check_workload(workload)
     check_precision(precision)
-    if num_gpus < 1:
-        raise BadInput(f"--gpus must be at least 1, got {num_gpus}")
+    if not 1 <= num_gpus <= MAX_GPUS:
+        raise BadInput(f"estimates cover 1 to {MAX_GPUS} GPUs (--gpus; one machine: the published results and "
+                       f"the seeds' scaling factors go no further), got {num_gpus}")
     notes: list[str] = []
     exclude = frozenset(exclude) | {name}
     extra_points = tuple(extra_points)

@@ -19,6 +19,9 @@ SCALING_PRO_P2P = (0.90, 0.94, 0.95)
 SCALING_RTX_4090 = (0.62, 0.685, 0.75)
 SCALING_RTX_5090 = (0.91, 0.94, 0.97)
 SCALING_UNKNOWN = (0.62, 0.80, 0.97)  # every figure the seeds report, for GPUs they do not cover
+# One machine: the published multi-GPU results (Lambda's 2x/4x/8x servers) and the seeds' factors stop at 8
+# GPUs; beyond that, inter-node networking decides, which nothing here models.
+MAX_GPUS = 8
 SCALING_SOURCES = {
     "pro": "seed 000 (RTX 6000 Ada, pro GPUs with P2P: 0.94-0.95) and seed 003 (A100, RTX 6000 Ada: 0.90-0.95)",
     "4090": "seed 000 (RTX 4090: 0.62-0.75 for the second GPU)",

@@ -228,4 +228,12 @@ def get_model(extra_points: Sequence[Point] = (), exclude: Iterable[str] = (),
     exclude = frozenset(exclude) & (_published_gpus() | {p.gpu for p in extra_points})
     if not extra_points:
         return _published_model(exclude, tuple(features))
-    return fit(tuple(published_points()) + tuple(extra_points), features, exclude)
+    return _model_with_extras(tuple(extra_points), exclude, tuple(features))
+
+
+@lru_cache(maxsize=64)
+def _model_with_extras(extra_points: tuple[Point, ...], exclude: frozenset[str],
+                       features: tuple[str, ...]) -> Model | None:
+    # `dlbench advise` asks for the same model once per GPU in the catalogue: fit it once (the fit with
+    # leave-one-out residuals is what takes the time).
+    return fit(tuple(published_points()) + extra_points, features, exclude)

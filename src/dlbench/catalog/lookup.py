@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 from functools import lru_cache
 from importlib import resources
 
@@ -37,11 +38,21 @@ _MEMORY_TOLERANCE = 0.15
 
 def normalize(name: str) -> str:
     """A matching key: lower case, vendor words dropped, "80 GB"/"80G" as "80gb", words sorted."""
-    text = name.lower()
+    text = unicodedata.normalize("NFKC", name).lower()  # full-width "ＲＴＸ ４０９０" reads as "rtx 4090"
     text = re.sub(r"[-_/(),.:]+", " ", text)
     text = re.sub(r"\b(\d+)\s*g(?:b|ib)?\b", r"\1gb", text)
     words = sorted({word for word in text.split() if word not in _NOISE_WORDS})
     return " ".join(words)
+
+
+def compact(name: str) -> str:
+    """A looser key for `close_matches` only: "RTX4090" and "rtx 4090" both give "rtx4090" (words kept in order).
+
+    Lookup itself does not use it (words must be separated: "rtx4090" is not taken as a name), but a user who
+    typed it is offered "RTX 4090".
+    """
+    text = re.sub(r"[^0-9a-z]+", " ", unicodedata.normalize("NFKC", name).lower())
+    return "".join(word for word in text.split() if word not in _NOISE_WORDS)
 
 
 def _read_catalogue() -> list[GpuSpec]:
@@ -58,13 +69,23 @@ def _catalogue() -> tuple[tuple[GpuSpec, ...], dict[str, GpuSpec], dict[str, tup
     """(specs, by canonical name, normalised key → canonical names), built once."""
     specs = tuple(_read_catalogue())
     by_name = {spec.name: spec for spec in specs}
+    return specs, by_name, _index(specs, normalize)
+
+
+def _index(specs: tuple[GpuSpec, ...], key) -> dict[str, tuple[str, ...]]:
+    """`key(label)` → canonical names, over every name and alias."""
     index: dict[str, list[str]] = {}
     for spec in specs:
         for label in (spec.name, *spec.aliases):
-            names = index.setdefault(normalize(label), [])
+            names = index.setdefault(key(label), [])
             if spec.name not in names:
                 names.append(spec.name)
-    return specs, by_name, {key: tuple(names) for key, names in index.items()}
+    return {k: tuple(names) for k, names in index.items()}
+
+
+@lru_cache(maxsize=1)
+def _compact_index() -> dict[str, tuple[str, ...]]:
+    return _index(_catalogue()[0], compact)
 
 
 def all_gpus() -> list[GpuSpec]:
@@ -109,8 +130,8 @@ def canonical_name(device_name: str, memory_bytes: int | None = None) -> str | N
 def close_matches(device_name: str, limit: int = 5) -> list[str]:
     """Canonical names that `device_name` resembles, best first (for "did you mean" messages).
 
-    GPUs sharing every word of the query come first (so "H100" lists every H100), then difflib's close
-    matches over all names and aliases.
+    Names equal to the query but for spacing ("RTX4090") come first, then GPUs sharing every word of the
+    query (so "H100" lists every H100), then difflib's close matches over all names and aliases.
     """
     import difflib
 
@@ -119,7 +140,8 @@ def close_matches(device_name: str, limit: int = 5) -> list[str]:
     if not query:
         return []
     words = set(query.split())
-    result: list[str] = list(index.get(query, ()))
+    result: list[str] = list(index.get(query, ())) + [
+        name for name in _compact_index().get(compact(device_name), ()) if name not in index.get(query, ())]
     for spec in specs:
         labels = (spec.name, *spec.aliases)
         if any(words <= set(normalize(label).split()) for label in labels) and spec.name not in result:

@@ -29,6 +29,23 @@ def console(stderr: bool = False):
     return Console(stderr=stderr)
 
 
+def plain(text: str) -> str:
+    """Text from a result document, safe to print on a terminal: newlines and tabs become spaces, other control
+    characters (an escape sequence in a hostname or an error message) become U+FFFD instead of reaching it."""
+    return "".join(c if c.isprintable() else " " if c in "\n\r\t" else "\ufffd" for c in text)
+
+
+def plain_tree(data: Any) -> Any:
+    """`plain` applied to every string in nested lists and dicts (keys too)."""
+    if isinstance(data, str):
+        return plain(data)
+    if isinstance(data, dict):
+        return {plain_tree(k): plain_tree(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [plain_tree(v) for v in data]
+    return data
+
+
 def print_json(data: Any) -> None:
     """Write `data` as indented JSON to stdout (no colours, so it can be piped)."""
     json.dump(data, sys.stdout, indent=2, default=str, allow_nan=False)

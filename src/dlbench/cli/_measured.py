@@ -5,7 +5,7 @@ The database is opened only when it exists (or `--db`/`DLBENCH_DB` names one): e
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import typer
 
@@ -24,10 +24,11 @@ def load_points(url: str | None, use_runs: bool) -> list:
         return []
     from dlbench import paths
 
-    if url is None:
-        url = paths.default_db_url()
-        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+    if url is None and not os.environ.get("DLBENCH_DB"):
+        db_file = paths.data_dir(create=False) / "dlbench.db"  # estimating creates no folder either
+        if not db_file.exists():
             return []
+        url = f"sqlite:///{db_file}"
     from dlbench.analysis.estimate import points_from_rows
     from dlbench.store import open_store
 

@@ -50,6 +50,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Rank GPUs (and multi-GPU builds) by performance per dollar of total cost of ownership."""
+        if top < 1:
+            from dlbench.errors import BadInput
+
+            raise BadInput(f"--top must be at least 1, got {top}")
         a = adv.advise(workload=workload, precision=precision, min_memory_gb=min_memory_gb,
                        model_params=model_params, budget_usd=budget_usd, form_factor=form_factor,
                        max_gpus=max_gpus, electricity_price_usd_per_kwh=electricity_price,
@@ -92,7 +96,8 @@ def _print(a, top: int) -> None:
             f"[{style}]{o.throughput_kind}[/]", f"{o.samples_per_s_per_kusd:,.1f}", f"{o.samples_per_s_per_w:.2f}",
             f"{o.memory_bytes_per_gpu / 2**30:.0f} GB" if o.memory_bytes_per_gpu else "-",
             f"{o.purchase_usd:,.0f}", f"{o.total_cost_usd:,.0f}")
-    con.print(table)
+    if shown:  # an empty table says nothing; the line at the end says why
+        con.print(table)
     for o in shown:
         con.print(f"  {o.rank:>2}. {o.num_gpus}x {escape(o.gpu)}: {escape(o.reason)}")
     s = a.assumptions

@@ -66,16 +66,43 @@ def get_app() -> typer.Typer:
     return app
 
 
+def _is_click(exc: BaseException, name: str) -> bool:
+    """`exc` is click's exception class `name` (typer >= 0.29 vendors its own click, older typer uses click)."""
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+def _usage_error_line(exc: Exception) -> str:
+    """A usage error (bad option value, unknown option, missing argument) as one line, like BadInput's."""
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    message = " ".join(exc.format_message().split())
+    return f"error: {message}{hint}"
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point. Unexpected errors print one line (a traceback with DLBENCH_DEBUG=1)."""
+    """Console-script entry point. Unexpected errors print one line (a traceback with DLBENCH_DEBUG=1).
+
+    Click's own errors (an option value that does not parse, an unknown option) are printed as one `error:`
+    line too, exit 2, instead of typer's usage box: every bad input reads the same.
+    """
     try:
-        get_app()(args=argv, prog_name="dlbench")
+        code = get_app()(args=argv, prog_name="dlbench", standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n
     except SystemExit:
         raise
     except BadInput as exc:  # typer >= 0.29 vendors click, so its handler does not catch click exceptions
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - last line of defence: never a traceback for users
+        if _is_click(exc, "NoArgsIsHelpError"):  # typer has printed the help already
+            sys.exit(exc.exit_code)
+        if _is_click(exc, "ClickException"):
+            print(_usage_error_line(exc) if _is_click(exc, "UsageError") else f"error: {exc.format_message()}",
+                  file=sys.stderr)
+            sys.exit(exc.exit_code)
+        if _is_click(exc, "Abort"):  # Ctrl-C or end of input at a prompt
+            print("Aborted.", file=sys.stderr)
+            sys.exit(1)
         if os.environ.get("DLBENCH_DEBUG"):
             raise
         print(f"dlbench: internal error: {type(exc).__name__}: {exc} (set DLBENCH_DEBUG=1 for a traceback)",

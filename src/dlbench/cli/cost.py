@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
         kwh = be.energy_kwh_per_year
         tco = system_price + be.electricity_usd_per_year * years
         cloud_total = be.cloud_usd_per_day * costs.DAYS_PER_YEAR * years
+        costs.check_finite_result("total cost", {"total_cost_of_ownership_usd": tco, "cloud_cost_usd": cloud_total})
         if as_json:
             out = be.to_dict()
             out.update({"gpu": name, "gpu_tdp_w": tdp, "host_power_w": host_power_w, "system_price_source": price_note,

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._common import console, db_option, json_option, plain_tree, print_json
 
 VERDICT_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "n/a": "dim"}
 SEVERITY_STYLE = {"warn": "yellow", "info": "cyan"}
@@ -110,6 +110,7 @@ def _fmt_rate(value: float | None) -> str:
 def render_diagnosis(report: dict[str, Any]) -> None:
     from rich.text import Text
 
+    report = plain_tree(report)  # document text (workload names, errors) must not drive the terminal
     out = console()
     names = report.get("gpus") or []
     gpus = ", ".join(f"{names.count(n)} x {n}" if names.count(n) > 1 else n

@@ -8,6 +8,7 @@ Never imports torch. Figures are stored in SI units and converted to GB, GB/s an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
@@ -45,6 +46,11 @@ def _tflops(value: float | None) -> str:
     return _num(value, 1e12, 1)
 
 
+def _unit(text: str, unit: str) -> str:
+    """`text unit`, or just "-" when the figure is unknown (not "- TFLOPS")."""
+    return text if text == "-" else f"{text} {unit}"
+
+
 def _unknown_gpu(name: str) -> BadInput:
     from dlbench.catalog import candidates, close_matches
 
@@ -68,8 +74,8 @@ def select(vendor: str | None, min_memory_gb: float | None, form_factor: str | N
             raise BadInput(f"unknown vendor {vendor!r}; expected one of: {', '.join(vendors)}")
         specs = [spec for spec in specs if spec.vendor.lower() == vendor.lower()]
     if min_memory_gb is not None:
-        if min_memory_gb < 0:
-            raise BadInput(f"--min-memory-gb must be zero or more, got {min_memory_gb:g}")
+        if not math.isfinite(min_memory_gb) or min_memory_gb < 0:
+            raise BadInput(f"--min-memory-gb must be a finite number, zero or more, got {min_memory_gb:g}")
         specs = [spec for spec in specs if spec.memory_bytes is not None
                  and spec.memory_bytes >= min_memory_gb * GIB]
     if form_factor is not None:
@@ -126,18 +132,18 @@ def _show_rows(spec: Any) -> list[tuple[str, str]]:
         ("Launch", spec.launch_date or "-"),
         ("Suitable for", ", ".join(spec.suitable_for) or "-"),
         ("Memory", "-" if spec.memory_bytes is None else f"{spec.memory_bytes / GIB:g} GB {spec.memory_type or ''}"),
-        ("Memory bandwidth", f"{_num(spec.memory_bandwidth_bytes_per_s, 1e9, 1)} GB/s"),
+        ("Memory bandwidth", _unit(_num(spec.memory_bandwidth_bytes_per_s, 1e9, 1), "GB/s")),
         ("CUDA cores / stream processors", _num(spec.shader_cores)),
         ("Tensor / matrix cores", _num(spec.tensor_cores)),
         ("L2 cache", "-" if spec.l2_cache_bytes is None else f"{spec.l2_cache_bytes / MIB:g} MB"),
-        ("FP32 (non-tensor)", f"{_tflops(spec.fp32_flops_per_s)} TFLOPS"),
-        ("TF32 tensor (dense)", f"{_tflops(spec.tf32_tensor_flops_per_s)} TFLOPS"),
-        ("FP16 tensor (dense, FP32 accumulate)", f"{_tflops(spec.fp16_tensor_flops_per_s)} TFLOPS"),
-        ("BF16 tensor (dense)", f"{_tflops(spec.bf16_tensor_flops_per_s)} TFLOPS"),
-        ("FP8 tensor (dense)", f"{_tflops(spec.fp8_tensor_flops_per_s)} TFLOPS"),
-        ("FP16 tensor (dense, FP16 accumulate)", f"{_tflops(spec.fp16_fp16acc_tensor_flops_per_s)} TFLOPS"),
+        ("FP32 (non-tensor)", _unit(_tflops(spec.fp32_flops_per_s), "TFLOPS")),
+        ("TF32 tensor (dense)", _unit(_tflops(spec.tf32_tensor_flops_per_s), "TFLOPS")),
+        ("FP16 tensor (dense, FP32 accumulate)", _unit(_tflops(spec.fp16_tensor_flops_per_s), "TFLOPS")),
+        ("BF16 tensor (dense)", _unit(_tflops(spec.bf16_tensor_flops_per_s), "TFLOPS")),
+        ("FP8 tensor (dense)", _unit(_tflops(spec.fp8_tensor_flops_per_s), "TFLOPS")),
+        ("FP16 tensor (dense, FP16 accumulate)", _unit(_tflops(spec.fp16_fp16acc_tensor_flops_per_s), "TFLOPS")),
         ("Half-rate FP32 accumulate (GeForce)", _yes_no(half)),
-        ("TDP", f"{_num(spec.tdp_w)} W"),
+        ("TDP", _unit(_num(spec.tdp_w), "W")),
         ("PCIe generation", _num(spec.pcie_gen)),
         ("GPU interconnect", spec.interconnect or "-"),
         ("PCIe peer-to-peer", _yes_no(spec.p2p)),

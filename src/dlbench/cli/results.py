@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._common import console, db_option, json_option, plain, print_json
 from dlbench.errors import BadInput
 
 RUN_REF_HELP = "Run id, a unique prefix of one (as git does), or 'latest'."
@@ -44,7 +44,7 @@ def _row(table, *cells: str) -> None:
     """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
     from rich.text import Text
 
-    table.add_row(*(Text(cell) for cell in cells))
+    table.add_row(*(Text(plain(cell)) for cell in cells))
 
 
 def _table_console():
@@ -66,7 +66,10 @@ def _num(value, scale: float = 1.0, digits: int = 1) -> str:
 
 
 def _when(iso: str) -> str:
-    return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M")
+    """A stored ISO 8601 time as "YYYY-MM-DD HH:MM" in UTC (documents may carry any zone offset)."""
+    from dlbench.store.documents import parse_created_at
+
+    return parse_created_at(iso).isoformat(sep=" ", timespec="minutes")[:16]
 
 
 def _gpu_text(names: list[str], count: int) -> str:
@@ -142,7 +145,10 @@ def _write_export(rows: list[dict], fmt: ExportFormat, output: Path | None) -> N
             return
         from dlbench.jsonio import write_json_atomic
 
-        write_json_atomic(output, rows)
+        try:
+            write_json_atomic(output, rows)
+        except OSError as exc:
+            raise BadInput(f"{output}: cannot write ({exc.strerror})") from None
     else:
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
@@ -213,8 +219,10 @@ def register(app: typer.Typer) -> None:
             print_json(doc)
             return
         out = _table_console()
+        from rich.markup import escape
+
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
-                  f"dlbench {doc['dlbench_version']}, schema {doc['schema_version']}")
+                  f"dlbench {escape(plain(doc['dlbench_version']))}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
         out.print(_results_table(doc))
         out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
@@ -236,14 +244,16 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("import")
     def import_cmd(
-        sources: list[Path] = typer.Argument(..., metavar="PATH...", help="Result documents (JSON) or folders "
-                                             "of them."),
+        sources: list[str] = typer.Argument(..., metavar="PATH...", help="Result documents (JSON) or folders "
+                                            "of them."),
         as_json: bool = json_option(),
         db: str | None = db_option(),
     ) -> None:
         """Import result documents; all files are validated first and nothing is imported if one is bad."""
+        if any(not source.strip() for source in sources):
+            raise BadInput("an empty path was given to import (use . for the current folder)")
         with _open(db) as store:
-            summary = store.import_paths(sources)
+            summary = store.import_paths([Path(source) for source in sources])
         if as_json:
             print_json(summary)
         elif summary["files"] == 0:

@@ -38,8 +38,12 @@ UPGRADES: dict[int, Callable[[dict], dict]] = {}
 _Check = Callable[[Any], bool]
 
 
+# Integers are stored as SQL BIGINT (signed 64-bit, in SQLite and PostgreSQL alike).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and _INT64_MIN <= v <= _INT64_MAX
 
 
 def _is_number(v: Any) -> bool:
@@ -143,6 +147,28 @@ _RESULT_OPTIONAL = {
 }
 STEP_TIME_KEYS = ("mean", "median", "p5", "p95")
 
+# The `telemetry` block (dlbench.telemetry.sampler, analysis.energy.combine_ranks): the keys that `doctor` and
+# the run table read are type-checked, so that a hand-edited document is refused on import instead of
+# breaking `dlbench doctor` later. Other keys (series, per_gpu, gpu) are kept as they are.
+_TELEMETRY_NUMBERS = (
+    "sample_interval_s", "num_samples", "duration_s", "power_mean_w", "power_max_w", "energy_j",
+    "energy_integrated_j", "temperature_start_c", "temperature_max_c", "temperature_mean_c", "sm_clock_mean_mhz",
+    "sm_clock_min_mhz", "mem_clock_mean_mhz", "gpu_utilization_mean_pct", "throttle_share", "power_limit_w",
+    "default_power_limit_w", "pcie_link_gen_min", "pcie_link_width_min", "pcie_link_gen_max",
+    "pcie_link_width_max", "fan_speed_max_pct", "num_gpus", "missing_gpus",
+)
+_TELEMETRY_OPTIONAL = {
+    **{key: _OPT_NUM for key in _TELEMETRY_NUMBERS},
+    "available": (lambda v: isinstance(v, bool), "true or false"),
+    "reason": _OPT_STR,
+    "source": _OPT_STR,
+    "energy_method": _OPT_STR,
+    "throttle_reasons": (_nullable(lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and _is_number(x) for k, x in v.items())), "an object of finite numbers or null"),
+    "gpu_names": _OPT_STR_LIST,
+    "other_processes": _OPT_LIST,
+}
+
 
 def _type_name(v: Any) -> str:
     if v is None:
@@ -151,6 +177,8 @@ def _type_name(v: Any) -> str:
         return "boolean"
     if isinstance(v, float) and not math.isfinite(v):
         return repr(v)
+    if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+        return f"{v} (too large for 64 bits)"
     return {dict: "object", list: "list", str: "string", int: "integer", float: "number"}.get(type(v), type(v).__name__)
 
 
@@ -181,6 +209,8 @@ def _validate_result(result: Any, i: int) -> None:
     if not isinstance(result, dict):
         raise DataError(f"results[{i}]: expected an object, got {_type_name(result)}")
     _check_keys(result, _RESULT_REQUIRED, _RESULT_OPTIONAL, where)
+    if isinstance(result.get("telemetry"), dict):
+        _check_keys(result["telemetry"], {}, _TELEMETRY_OPTIONAL, f"{where}telemetry.")
     if result["world_size"] < 1:
         raise DataError(f"{where}world_size: must be >= 1, got {result['world_size']}")
     step = result["step_time_s"]
