@@ -63,6 +63,7 @@ BAD_INPUTS = [
     (["--seq-len", "0"], "--seq-len"),
     (["--timeout", "0"], "--timeout"),
     (["--device", "tpu"], "unknown device"),
+    (["--max-wait", "-1"], "--max-wait"),
     (["--device", "cuda"], "no CUDA"),  # torch here is a CUDA build, but there is no GPU
 ]
 

@@ -40,7 +40,7 @@ def run(
     workload: list[str] = typer.Option(
         [], "--workload", "-w", help="Workload to measure (repeatable): resnet50, bert-base-squad, "
         "bert-large-squad, bert-base-mlm, bert-large-mlm. Default: resnet50, bert-base-squad, bert-large-squad on "
-        "a GPU; a quick CPU suite otherwise."),
+        "a GPU; a quick suite otherwise."),
     precision: list[str] = typer.Option(
         [], "--precision", "-p", help="Precision (repeatable): fp32 (strict, TF32 off), tf32 (CUDA compute "
         "capability >= 8.0), amp-fp16, amp-bf16. Default on a GPU: tf32 (fp32 before Ampere) and amp-fp16; "
@@ -81,6 +81,7 @@ def run(
     directory (and at --json PATH).
     """
     from dlbench.cli._common import console
+    from dlbench.errors import BadInput
     from dlbench.runner.plan import RunOptions, check_workloads, validate_options
 
     options = validate_options(RunOptions(
@@ -88,6 +89,8 @@ def run(
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout))
     check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    if max_wait < 0:
+        raise BadInput(f"--max-wait must be 0 or more, got {max_wait}")
     err, out = console(stderr=True), console()
     if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         out.width = max(out.width, 130)
@@ -145,7 +148,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     finally:
         signal.signal(signal.SIGINT, previous)
 
-    title = "dlbench run" + (" (quick CPU suite)" if plan.quick_suite else "") + f" on {plan.device}"
+    title = "dlbench run" + (" (quick suite)" if plan.quick_suite else "") + f" on {plan.device}"
     if results:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
