@@ -55,8 +55,8 @@ def run(
         "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
-    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps per repeat set, timed but not "
-                                      "counted (default 10 on a GPU)."),
+    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
+                                      "and recorded, never counted (default 10 on a GPU)."),
     steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat (default 50 on a GPU)."),
     repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps (default 3 on a "
                                        "GPU); the spread across repeats gives the CV."),
