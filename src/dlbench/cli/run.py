@@ -94,7 +94,11 @@ def run(
     err, out = console(stderr=True), console()
     if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         out.width = max(out.width, 130)
-    code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
+    try:
+        code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
+    except KeyboardInterrupt:  # a second Ctrl-C outside the sweep (which handles the first itself)
+        err.print("interrupted")
+        code = 130
     raise typer.Exit(code)
 
 
