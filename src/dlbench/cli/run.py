@@ -56,10 +56,11 @@ def run(
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
     warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
-                                      "and recorded, never counted (default 10 on a GPU)."),
-    steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat (default 50 on a GPU)."),
-    repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps (default 3 on a "
-                                       "GPU); the spread across repeats gives the CV."),
+                                      "and recorded, never counted. Default: 10 on a GPU, 1 on a CPU, 2 with --tiny."),
+    steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat. Default: 50 on a GPU, 2 on a "
+                                     "CPU, 5 with --tiny."),
+    repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps; the spread across "
+                                       "repeats gives the CV. Default: 3 on a GPU, 2 on a CPU or with --tiny."),
     timeout: float | None = typer.Option(
         None, "--timeout", help=f"Seconds one configuration may take in its child process before it is killed "
         f"(status timeout). Default {DEFAULT_TIMEOUT_S:.0f}, {MAX_AUTOTUNE_TIMEOUT_S:.0f} for max-autotune."),
