@@ -55,7 +55,9 @@ def summarize(repeats_step_times_s: list[list[float]], batch_size: int, world_si
     if len(steps) > 1:
         std = float(steps.std(ddof=1))
         if std > STEP_STD_WARN * mean:
-            warnings.append(f"step times vary: standard deviation {std / mean:.0%} of the mean (> {STEP_STD_WARN:.0%})")
+            warnings.append(
+                f"step times vary: standard deviation {std / mean:.0%} of the mean (> {STEP_STD_WARN:.0%})"
+            )
     slowest, fastest = float(steps.max()), float(steps.min())
     if slowest > (1 + OUTLIER_WARN) * median:
         warnings.append(

@@ -1,9 +1,94 @@
-"""`dlbench reference` (not yet written: registers nothing)."""
+"""`dlbench reference list`: the packaged published training throughputs, each row with its source.
+
+    dlbench reference list --gpu "NVIDIA H100 80GB HBM3" --workload resnet50 --precision amp-fp16
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 import typer
+
+from dlbench.cli._common import console, json_option, print_json
+from dlbench.errors import BadInput
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add the `dlbench reference` command group to `app`."""
+    group = typer.Typer(help="Published training throughput from other benchmarks (Lambda, NVIDIA, AIME), "
+                             "with sources.", no_args_is_help=True)
+    app.add_typer(group, name="reference")
+
+    @group.command("list")
+    def list_published(
+        gpu: str | None = typer.Option(None, "--gpu",
+                                       help="Only this GPU (any spelling: catalogue name, alias or torch name)."),
+        workload: str | None = typer.Option(None, "--workload", help="Only this dlbench workload, e.g. resnet50."),
+        precision: str | None = typer.Option(None, "--precision", help="Only this precision: fp32, tf32, amp-fp16, "
+                                             "amp-bf16."),
+        num_gpus: int | None = typer.Option(None, "--num-gpus", help="Only results on this many GPUs."),
+        as_json: bool = json_option(),
+    ) -> None:
+        """List published results, one row each, with the source of every figure."""
+        rows = filter_published(gpu, workload, precision, num_gpus)
+        if as_json:
+            print_json([asdict(r) for r in rows])
+            return
+        _print_table(rows)
+
+
+def filter_published(gpu: str | None = None, workload: str | None = None, precision: str | None = None,
+                     num_gpus: int | None = None, published: list[Any] | None = None) -> list[Any]:
+    """Published rows matching every given filter; an unknown GPU, workload or precision is `BadInput`."""
+    from dlbench.analysis.ranking import load_published_rows
+    from dlbench.runner.config import PRECISIONS
+
+    rows = load_published_rows() if published is None else published
+    if precision is not None:
+        if precision not in PRECISIONS:
+            raise BadInput(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        rows = [r for r in rows if r.precision == precision]
+    if workload is not None:
+        known = sorted({r.workload for r in (load_published_rows() if published is None else published)})
+        if workload not in known:
+            raise BadInput(f"no published results for workload {workload!r}; published: {', '.join(known)}")
+        rows = [r for r in rows if r.workload == workload]
+    if gpu is not None:
+        from dlbench import catalog
+
+        name = catalog.canonical_name(gpu)
+        if name is None:
+            hints = catalog.close_matches(gpu)
+            hint = f"; did you mean: {', '.join(hints)}?" if hints else "; `dlbench gpus` lists the catalogue"
+            raise BadInput(f"unknown GPU {gpu!r}{hint}")
+        rows = [r for r in rows if r.gpu == name]
+    if num_gpus is not None:
+        if num_gpus < 1:
+            raise BadInput(f"--num-gpus must be at least 1, got {num_gpus}")
+        rows = [r for r in rows if int(r.num_gpus) == num_gpus]
+    return sorted(rows, key=lambda r: (r.workload, r.seq_len or 0, r.precision, r.num_gpus, -r.samples_per_s))
+
+
+def _print_table(rows: list[Any]) -> None:
+    from dlbench.report.tables import reference_table
+
+    out = console()
+    if not rows:
+        out.print("No published results match these filters.")
+        return
+    sources: list[str] = []
+    table_rows = []
+    for r in rows:
+        key = f"{r.source}: {r.source_ref}" if r.source_ref else r.source
+        if key not in sources:
+            sources.append(key)
+        table_rows.append({**asdict(r), "source_key": key})
+    out.print(reference_table(table_rows, sources))
+    out.print("Sources:")
+    for i, key in enumerate(sources, 1):
+        out.print(f"  [{i}] {key}", highlight=False, markup=False)
+    odd = sorted({r.notes or "measured differently" for r in rows if not getattr(r, "comparable", True)})
+    if odd:
+        out.print(f"  * not comparable with dlbench's fixed-length synthetic runs, never ranked against: "
+                  f"{'; '.join(odd)}", highlight=False, markup=False)

@@ -75,6 +75,10 @@ def run(
     json_path: Path | None = typer.Option(None, "--json", help="Also write the result document (JSON, schema "
                                           "version 1) to this path.", metavar="PATH"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (the table is still printed)."),
+    gpus: str | None = typer.Option(
+        None, "--gpus", help="Data-parallel device counts to measure each configuration at, e.g. 1,2,4, or 'all' "
+        "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
+        "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
 
@@ -88,13 +92,20 @@ def run(
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
-        tiny=tiny, timeout_s=timeout))
+        tiny=tiny, timeout_s=timeout, gpus=gpus))
     check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if max_wait < 0:
         raise BadInput(f"--max-wait must be 0 or more, got {max_wait}")
     err, out = console(stderr=True), console()
     if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         out.width = max(out.width, 130)
+    from dlbench.runner.distributed import detect
+
+    dist_env = detect()
+    if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
+        from dlbench.runner.joined import run_joined
+
+        raise typer.Exit(run_joined(options, dist_env, err, out, json_path, quiet, finish_run))
     try:
         code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
     except KeyboardInterrupt:  # a second Ctrl-C outside the sweep (which handles the first itself)
@@ -127,6 +138,12 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     results: list[dict[str, Any]] = []
 
     def document(extra_notes: list[str]) -> dict[str, Any]:
+        from dlbench.analysis.scaling import add_scaling_efficiency
+
+        add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
+        from dlbench.analysis.ranking import add_vs_published
+
+        add_vs_published(results, probe.environment)  # ratio to / rank among published results
         return build_document(results, probe.environment, run_id=run_id, command=command,
                               notes=[*plan.notes, *extra_notes], created_at=created_at)
 
@@ -158,6 +175,10 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False)
+        if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
+            from dlbench.report.scaling_table import scaling_table
+
+            out.print(scaling_table(results))
     err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
     if outcome.interrupted is not None:
         err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")

@@ -30,10 +30,12 @@ def results_table(results: list[dict[str, Any]], title: str | None = None, width
     from rich import box
     from rich.table import Table
 
-    rows = [_row(r) for r in results]
     columns = list(COLUMNS)
-    if width is not None and _full_width(rows) > width:
-        columns = [("configuration", "left", True), *COLUMNS[3:]]
+    optional = [column for column in OPTIONAL_COLUMNS if any(column.wanted(r) for r in results)]
+    columns += [(column.header, column.justify, False) for column in optional]
+    rows = [_row(r) + [column.cell(r) for column in optional] for r in results]
+    if width is not None and _full_width(rows, columns) > width:
+        columns = [("configuration", "left", True), *columns[3:]]
         rows = [[f"{row[0]}\n[dim]{row[1]}, compile {row[2]}[/dim]", *row[3:]] for row in rows]
     table = Table(title=title, header_style="bold", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, padding=(0, 1, 0, 0))
@@ -46,9 +48,11 @@ def results_table(results: list[dict[str, Any]], title: str | None = None, width
     return table
 
 
-def _full_width(rows: list[list[str]]) -> int:
-    widths = [max([len(header), *(len(_plain(row[i])) for row in rows)]) for i, (header, _, _) in enumerate(COLUMNS)]
+def _full_width(rows: list[list[str]], columns: list[tuple[str, str, bool]]) -> int:
+    widths = [max([len(header), *(len(_plain(row[i])) for row in rows)]) for i, (header, _, _) in enumerate(columns)]
     return sum(widths) + 2 * (len(widths) - 1)
+
+
 # (header, justify, may wrap)
 COLUMNS: tuple[tuple[str, str, bool], ...] = (
     ("workload", "left", True),
@@ -77,10 +81,12 @@ def _row(r: dict[str, Any]) -> list[str]:
     if r.get("seq_len"):
         workload = f"{workload} ({r['seq_len']})"
     if r.get("flavour") == "tiny":
-        workload += " [tiny]"
+        workload += " \\[tiny]"  # escaped: rich would read "[tiny]" as markup and drop it
     batch = str(r.get("batch_size", "-"))
     if r.get("batch_size_search"):
         batch += " (auto)"
+    if (r.get("world_size") or 1) > 1:  # data-parallel: per-device batch x devices
+        batch += f" x{r['world_size']}"
     step = (r.get("step_time_s") or {}).get("median")
     return [
         workload,
@@ -94,6 +100,42 @@ def _row(r: dict[str, Any]) -> list[str]:
         _fmt(r.get("achieved_flops_per_s"), ".2f", 1e-12),
         f"[{style}]{status}[/{style}]" if style else status,
     ]
+
+
+def vs_published_cell(vs: dict[str, Any] | None) -> str:
+    """`0.92x` (same-GPU published median), `#4 of 10` (rank among published GPUs) or `-` (nothing comparable)."""
+    if not vs:
+        return "-"
+    from dlbench.report.fmt import vs_published_short
+
+    text = vs_published_short(vs)
+    return "-" if text == "\u2014" else text
+
+
+def _efficiency(r: dict[str, Any]) -> dict[str, Any]:
+    from dlbench.analysis.energy import result_efficiency
+
+    return result_efficiency(r)
+
+
+def _per_watt_cell(r: dict[str, Any]) -> str:
+    eff = _efficiency(r)
+    cell = _fmt(eff.get("samples_per_s_per_w"), ".2f")
+    return f"{cell} [yellow]throttled[/yellow]" if eff.get("throttled") else cell
+
+
+class _Optional:
+    """A column shown only when some result has its data (vs published after ranking; perf/W with telemetry)."""
+
+    def __init__(self, header: str, justify: str, wanted, cell) -> None:
+        self.header, self.justify, self.wanted, self.cell = header, justify, wanted, cell
+
+
+OPTIONAL_COLUMNS: tuple[_Optional, ...] = (
+    _Optional("samples/s/W", "right", lambda r: _efficiency(r).get("samples_per_s_per_w") is not None, _per_watt_cell),
+    _Optional("vs published", "right", lambda r: bool(r.get("vs_published")),
+              lambda r: vs_published_cell(r.get("vs_published"))),
+)
 
 
 def result_messages(results: list[dict[str, Any]]) -> list[str]:

@@ -54,8 +54,12 @@ def _device_reason(device: str) -> str | None:
     if kind == "cuda":
         if not torch.cuda.is_available():
             if torch.version.cuda is None and torch.version.hip is None:
-                return f"{device} is not available: this torch build ({torch.__version__}) has no CUDA support"
-            return f"{device} is not available: torch sees no GPU (driver missing or CUDA_VISIBLE_DEVICES empty)"
+                return (
+                    f"{device} is not available: this torch build ({torch.__version__}) has no CUDA support"
+                )
+            return (
+                f"{device} is not available: torch sees no GPU (driver missing or CUDA_VISIBLE_DEVICES empty)"
+            )
         count = torch.cuda.device_count()
         if index and int(index) >= count:
             return f"{device} is not available: {count} CUDA device(s) visible (cuda:0..cuda:{count - 1})"
@@ -118,12 +122,15 @@ def _compile_reason(mode: str, device: str) -> str | None:
     import sys
 
     import torch
+    import torch._dynamo
 
     kind = device.partition(":")[0]
     dynamo_supported = getattr(torch._dynamo, "is_dynamo_supported", lambda: True)
     if not dynamo_supported():
         py = f"{sys.version_info.major}.{sys.version_info.minor}"
-        return f"torch.compile is not supported with Python {py} on this platform by torch {torch.__version__}"
+        return (
+            f"torch.compile is not supported with Python {py} on this platform by torch {torch.__version__}"
+        )
     if kind in ("cpu", "mps") and mode in ("reduce-overhead", "max-autotune"):
         return f"compile mode {mode} uses CUDA graphs, which need a CUDA GPU; use --compile default on {kind}"
     if kind == "cuda":

@@ -10,6 +10,7 @@ Order of events (README "Methodology" says why):
    the device once. Every step trains on that batch: no data loading is timed.
 2. compiled modes: `torch.compile(model, mode=...)`, then the first `COMPILE_STEPS` steps are timed together
    (wall clock, device synchronised at both ends) as `compile_time_s`. They are never part of throughput.
+   Inductor and Triton compile into fresh cache directories (`compile_cache`): a cold compile every time.
 3. `warmup_steps` steps, each timed, kept apart (`warmup_step_times_s`).
 4. peak-memory counter reset; sampler started; `repeats` times: synchronise, `sync()`, time `steps` steps,
    synchronise, `sync()`. Sampler stopped.
@@ -20,9 +21,13 @@ only once at the end of the repeat, so timing adds no synchronisation the traini
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Compiled modes: the first steps include tracing and Inductor code generation/autotuning (step 1) and,
@@ -161,6 +166,49 @@ def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Ca
     return step
 
 
+def _default_inductor_cache() -> str:
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        return os.path.abspath(default_cache_dir())
+    except ImportError:  # older torch: the same default, computed by hand
+        import getpass
+
+        return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+
+
+@contextlib.contextmanager
+def compile_cache(enabled: bool, user_cache_dir: str | None = None) -> Iterator[str | None]:
+    """Compile with empty Inductor and Triton caches, so `compile_time_s` is what a first run pays.
+
+    Inductor keeps compiled graphs and kernels on disk between processes (`/tmp/torchinductor_<user>`); a
+    second run of the same configuration would otherwise report a fraction of the real compile time, and
+    compile times would depend on what ran before. A user who chose a `TORCHINDUCTOR_CACHE_DIR` (other than
+    the default, which importing TorchDynamo writes into the environment by itself) keeps that cache, and the
+    result says so. Yields the flag recorded in `precision_flags["compile_cache"]`.
+    """
+    if not enabled:
+        yield None
+        return
+    if user_cache_dir and os.path.abspath(user_cache_dir) != _default_inductor_cache():
+        yield "user TORCHINDUCTOR_CACHE_DIR (may be warm)"
+        return
+    directory = tempfile.mkdtemp(prefix="dlbench-inductor-")
+    keys = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {key: os.environ.get(key) for key in keys}
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
+    try:
+        yield "cold (fresh Inductor and Triton cache directories)"
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _peak_memory_reset(device: Any) -> None:
     import torch
 
@@ -194,17 +242,36 @@ def measure(
     sync: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run `config` here and return the raw measurement (see CONTRACTS and README "Methodology")."""
-    import torch
-
-    from dlbench.runner.capabilities import resolve_device, unsupported_reason
-    from dlbench.runner.flops import flops_per_sample
-    from dlbench.runner.precision import apply_precision, precision_flags
+    user_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # before TorchDynamo's import sets it
+    from dlbench.runner.capabilities import unsupported_reason
     from dlbench.workloads import registry
 
     workload = registry.get(config.workload)
     reason = unsupported_reason(config)
     if reason:
         raise UnsupportedConfig(reason)
+    with compile_cache(config.compile != "off", user_cache_dir) as cache_state:
+        result = _measure(config, workload, progress, sampler, wrap_model, sync)
+    if cache_state is not None:
+        result["precision_flags"]["compile_cache"] = cache_state
+    return result
+
+
+def _measure(
+    config: Any,
+    workload: Any,
+    progress: Callable[[str, int, int], None] | None,
+    sampler: Any,
+    wrap_model: Callable[[Any], Any] | None,
+    sync: Callable[[], None] | None,
+) -> dict[str, Any]:
+    """The measurement itself (steps 1-4 of the module docstring)."""
+    import torch
+
+    from dlbench.runner.capabilities import resolve_device
+    from dlbench.runner.flops import flops_per_sample
+    from dlbench.runner.precision import apply_precision, precision_flags
+
     device = torch.device(resolve_device(config.device))
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -244,18 +311,22 @@ def measure(
     _peak_memory_reset(device)
     repeats = []
     total = config.steps * config.repeats
+    telemetry = None
     if sampler is not None:
         sampler.start()
-    for r in range(config.repeats):
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
-        clock.synchronize()
-        if sync is not None:
-            sync()
-        repeats.append({"step_times_s": times})
-    telemetry = sampler.stop() if sampler is not None else None
+    try:
+        for r in range(config.repeats):
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
+            clock.synchronize()
+            if sync is not None:
+                sync()
+            repeats.append({"step_times_s": times})
+    finally:  # an OOM or crash mid-measurement still stops the sampler's thread
+        if sampler is not None:
+            telemetry = sampler.stop()
     peak_memory = _peak_memory(device)
 
     compiles_after = _compile_counters()

@@ -58,6 +58,7 @@ class RunOptions:
     seed: int = 0
     tiny: bool = False
     timeout_s: float | None = None
+    gpus: list[int] | str | None = None  # `--gpus 1,2,4` device counts, "all", or None (one device)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,6 +175,9 @@ def validate_options(options: RunOptions) -> RunOptions:
             raise BadInput(f"{flag} must be positive, got {value}")
     if options.warmup is not None and options.warmup < 0:
         raise BadInput(f"--warmup must be 0 or more, got {options.warmup}")
+    from dlbench.runner.distributed import parse_gpus
+
+    options.gpus = parse_gpus(options.gpus)
     if not _device_syntax_ok(options.device):
         raise BadInput(f"unknown device {options.device!r}; use auto, cpu, cuda, cuda:N or mps")
     return options
@@ -306,4 +310,10 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                 items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)
+        from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
+
+        counts = resolve_gpu_counts(options.gpus, device, facts.cuda)
+        notes.extend(gpu_plan_notes(counts, device, facts.cuda))
+        items = [replace(item, config=replace(item.config, world_size=n)) for item in items for n in counts]
     return Plan(device=device, items=items, quick_suite=quick, notes=notes)

@@ -303,11 +303,19 @@ def _measure_one(config: RunConfig, timeout_s: float, observer: SweepObserver,
         elif event.get("event") == "status":
             observer.status(str(event.get("text")))
 
-    worker = run_worker(config, timeout_s, on_event)
+    if config.world_size > 1:  # data-parallel: one process per device through torchrun (dlbench.runner.launch)
+        from dlbench.runner.launch import run_group_worker
+
+        worker = run_group_worker(config, timeout_s, on_event)
+    else:
+        worker = run_worker(config, timeout_s, on_event)
     extra = dict(extra)
     extra["telemetry_reason"] = worker.get("telemetry_reason")
+    extra.update(worker.get("extra") or {})
     result = make_result(config, worker["status"], worker.get("error"), worker.get("measurement"),
                          start_temperature_c=start_temp, extra=extra)
+    if worker.get("warnings"):
+        result["warnings"] = [*result.get("warnings", []), *worker["warnings"]]
     if thermal_warning:
         result["warnings"] = [*result.get("warnings", []), thermal_warning]
     return result

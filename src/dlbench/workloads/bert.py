@@ -26,8 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
 
 CASED_VOCAB = 28996  # bert-base-cased / bert-large-cased vocab.txt
-BERT_BASE = BertSpec(hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072, vocab_size=CASED_VOCAB)
-BERT_LARGE = BertSpec(hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096, vocab_size=CASED_VOCAB)
+BERT_BASE = BertSpec(
+    hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072, vocab_size=CASED_VOCAB
+)
+BERT_LARGE = BertSpec(
+    hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096, vocab_size=CASED_VOCAB
+)
 BERT_TINY = BertSpec(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=256, vocab_size=1000)
 
 MASKED_FRACTION = 0.15  # BERT's masking rate
@@ -153,11 +157,42 @@ class BertMlmWorkload(BertWorkload):
 
 
 # Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see README "Methodology").
-register(BertSquadWorkload("bert-base-squad", BERT_BASE, 384, batch_80gb=64,
-                           description="BERT-base cased, SQuAD-style QA head, seq 384, AdamW"))
-register(BertSquadWorkload("bert-large-squad", BERT_LARGE, 384, batch_80gb=32, cpu_batch=1,
-                           description="BERT-large cased, SQuAD-style QA head, seq 384, AdamW"))
-register(BertMlmWorkload("bert-base-mlm", BERT_BASE, 128, batch_80gb=256, cpu_batch=4,
-                         description="BERT-base cased, MLM pre-training head on 15% masked tokens, seq 128, AdamW"))
-register(BertMlmWorkload("bert-large-mlm", BERT_LARGE, 128, batch_80gb=128, cpu_batch=2,
-                         description="BERT-large cased, MLM pre-training head on 15% masked tokens, seq 128, AdamW"))
+register(
+    BertSquadWorkload(
+        "bert-base-squad",
+        BERT_BASE,
+        384,
+        batch_80gb=128,
+        description="BERT-base cased, SQuAD-style QA head, seq 384, AdamW",
+    )
+)
+register(
+    BertSquadWorkload(
+        "bert-large-squad",
+        BERT_LARGE,
+        384,
+        batch_80gb=64,
+        cpu_batch=1,
+        description="BERT-large cased, SQuAD-style QA head, seq 384, AdamW",
+    )
+)
+register(
+    BertMlmWorkload(
+        "bert-base-mlm",
+        BERT_BASE,
+        128,
+        batch_80gb=256,
+        cpu_batch=4,
+        description="BERT-base cased, MLM pre-training head on 15% masked tokens, seq 128, AdamW",
+    )
+)
+register(
+    BertMlmWorkload(
+        "bert-large-mlm",
+        BERT_LARGE,
+        128,
+        batch_80gb=128,
+        cpu_batch=2,
+        description="BERT-large cased, MLM pre-training head on 15% masked tokens, seq 128, AdamW",
+    )
+)

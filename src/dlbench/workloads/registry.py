@@ -46,7 +46,9 @@ def _import(module: str, origin: str) -> None:
     try:
         importlib.import_module(module)
     except Exception as exc:  # any failure in a plugin is the user's to fix: say which and why
-        raise BadInput(f"{origin}: cannot import workload module {module!r}: {type(exc).__name__}: {exc}") from exc
+        raise BadInput(
+            f"{origin}: cannot import workload module {module!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     _imported.add(module)
 
 

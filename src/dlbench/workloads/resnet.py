@@ -33,7 +33,7 @@ class ResNetWorkload(Workload):
         name: str,
         full: ResNetSpec,
         tiny: ResNetSpec = RESNET_TINY,
-        batch_80gb: int = 256,
+        batch_80gb: int = 512,
         cpu_batch: int = 8,
         tiny_batch: int = 8,
         description: str = "",
@@ -82,7 +82,7 @@ register(
     ResNetWorkload(
         "resnet50",
         RESNET50,
-        batch_80gb=256,
+        batch_80gb=512,
         cpu_batch=8,
         description="torchvision ResNet-50 v1.5, 224x224, 1000 classes, SGD momentum 0.9",
     )

@@ -1,0 +1,244 @@
+"""Compare two result documents configuration by configuration: `dlbench compare A B`.
+
+For every configuration present in both documents (same workload, precision, compile mode, batch size, sequence
+length, GPU count and flavour) this gives the throughput ratio B/A, the percent change and a significance test
+on the raw measured step times of all repeats. A change is called significant when both Welch's t-test (what
+pyperf uses) and the Mann-Whitney U test (robust to the long right tail step times have) give p < alpha.
+
+Like pyperf's checked metadata, differences between the two environments that change throughput (GPU, GPU
+count, driver, CUDA, cuDNN, torch, power limit) are reported as warnings: such a comparison measures the
+change of environment as much as anything else.
+
+Works on plain dicts (result documents as issue 2 defines them); nothing here touches the database or torch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# The fields that identify one measured configuration; two results are compared only when all agree.
+CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "world_size", "flavour")
+
+DEFAULT_ALPHA = 0.05
+
+# Environment facts that change training throughput, with the label used in warnings.
+_ENV_KEYS: tuple[tuple[str, str], ...] = (
+    ("driver_version", "NVIDIA driver"),
+    ("cuda_version", "CUDA"),
+    ("cudnn_version", "cuDNN"),
+    ("torch_version", "torch"),
+)
+
+
+def config_key(result: dict[str, Any]) -> tuple:
+    """The identity of a result's configuration (missing `flavour` means "full", `world_size` 1)."""
+    defaults = {"flavour": "full", "world_size": 1, "compile": "off"}
+    return tuple(result.get(k) if result.get(k) is not None else defaults.get(k) for k in CONFIG_KEYS)
+
+
+def config_label(result: dict[str, Any]) -> str:
+    """Short readable name, e.g. `resnet50 amp-fp16 compile=default bs=256`."""
+    parts = [str(result.get("workload")), str(result.get("precision")), f"compile={result.get('compile') or 'off'}",
+             f"bs={result.get('batch_size')}"]
+    if result.get("seq_len"):
+        parts.append(f"seq={result['seq_len']}")
+    if (result.get("world_size") or 1) > 1:
+        parts.append(f"x{result['world_size']} GPUs")
+    if result.get("flavour") not in (None, "full"):
+        parts.append(str(result["flavour"]))
+    return " ".join(parts)
+
+
+def measured_step_times(result: dict[str, Any]) -> list[float]:
+    """All measured step times of a result, repeats concatenated (warm-up steps excluded)."""
+    times: list[float] = []
+    for repeat in result.get("repeats") or []:
+        times.extend(float(t) for t in repeat.get("step_times_s") or [])
+    return times
+
+
+def significance(a_times: list[float], b_times: list[float], alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
+    """Welch's t-test and Mann-Whitney U on two samples of step times.
+
+    Returns `welch_p`, `mannwhitney_p`, `significant` (both p < alpha; None when there are too few steps to
+    test) and `reason` when no test could be made.
+    """
+    out: dict[str, Any] = {"welch_p": None, "mannwhitney_p": None, "significant": None, "reason": None}
+    if len(a_times) < 2 or len(b_times) < 2:
+        out["reason"] = "fewer than 2 measured steps on one side"
+        return out
+    from scipy import stats
+
+    if _constant(a_times) and _constant(b_times):
+        # Both samples have zero spread: the tests are undefined; equal values are plainly no change.
+        same = a_times[0] == b_times[0]
+        out.update(welch_p=1.0 if same else 0.0, mannwhitney_p=1.0 if same else 0.0, significant=not same)
+        return out
+    welch = stats.ttest_ind(a_times, b_times, equal_var=False)
+    mwu = stats.mannwhitneyu(a_times, b_times, alternative="two-sided")
+    welch_p = _finite_or_none(welch.pvalue)
+    mwu_p = _finite_or_none(mwu.pvalue)
+    out.update(welch_p=welch_p, mannwhitney_p=mwu_p)
+    if welch_p is None or mwu_p is None:
+        out["reason"] = "the tests are undefined for these step times"
+        return out
+    out["significant"] = bool(welch_p < alpha and mwu_p < alpha)
+    return out
+
+
+def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA,
+                    min_change_pct: float = 0.0) -> dict[str, Any]:
+    """Compare two results of the same configuration: throughput ratio B/A, percent change, significance.
+
+    As pyperf's `--min-speed`, a change smaller than `min_change_pct` percent is never called significant.
+    """
+    row: dict[str, Any] = {k: a.get(k) for k in CONFIG_KEYS}
+    row["label"] = config_label(a)
+    row["a_status"], row["b_status"] = a.get("status"), b.get("status")
+    a_tput, b_tput = _throughput(a), _throughput(b)
+    row["a_samples_per_s"], row["b_samples_per_s"] = a_tput, b_tput
+    row["a_cv"], row["b_cv"] = a.get("cv"), b.get("cv")
+    a_times, b_times = measured_step_times(a), measured_step_times(b)
+    row["a_steps"], row["b_steps"] = len(a_times), len(b_times)
+    row["a_step_time_median_s"] = _median(a_times)
+    row["b_step_time_median_s"] = _median(b_times)
+    row.update(ratio=None, change_pct=None, welch_p=None, mannwhitney_p=None, significant=None, reason=None)
+    if a.get("status") != "ok" or b.get("status") != "ok":
+        bad = [f"{side} is {r.get('status')}" for side, r in (("A", a), ("B", b)) if r.get("status") != "ok"]
+        row["reason"] = "not compared: " + ", ".join(bad)
+        return row
+    if not a_tput or not b_tput:
+        row["reason"] = "not compared: throughput missing"
+        return row
+    row["ratio"] = b_tput / a_tput
+    row["change_pct"] = (row["ratio"] - 1.0) * 100.0
+    test = significance(a_times, b_times, alpha)
+    row.update(welch_p=test["welch_p"], mannwhitney_p=test["mannwhitney_p"], significant=test["significant"],
+               reason=test["reason"])
+    if row["significant"] and abs(row["change_pct"]) < min_change_pct:
+        row["significant"] = False
+        row["reason"] = f"change below --min-change {min_change_pct:g}%"
+    return row
+
+
+def compare_documents(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT_ALPHA,
+                      min_change_pct: float = 0.0) -> dict[str, Any]:
+    """Compare result document B with result document A (the baseline).
+
+    Returns `{"a_run_id", "b_run_id", "alpha", "rows": [...], "only_in_a": [labels], "only_in_b": [labels],
+    "warnings": [str]}`; each row has the configuration fields, `label`, `a_samples_per_s`, `b_samples_per_s`,
+    `ratio` (B/A), `change_pct`, `welch_p`, `mannwhitney_p`, `significant` and `reason` (why a row could not be
+    tested, else None).
+    """
+    a_by_key = _index(a.get("results") or [])
+    b_by_key = _index(b.get("results") or [])
+    rows = [compare_results(a_by_key[k], b_by_key[k], alpha, min_change_pct) for k in a_by_key if k in b_by_key]
+    same = ["A and B are the same run: nothing can differ"] if a.get("run_id") and a.get("run_id") == b.get(
+        "run_id") else []
+    return {
+        "a_run_id": a.get("run_id"),
+        "b_run_id": b.get("run_id"),
+        "alpha": alpha,
+        "min_change_pct": min_change_pct,
+        "test": "significant when Welch's t-test and Mann-Whitney U both give p < alpha on the raw step times",
+        "rows": rows,
+        "only_in_a": [config_label(r) for k, r in a_by_key.items() if k not in b_by_key],
+        "only_in_b": [config_label(r) for k, r in b_by_key.items() if k not in a_by_key],
+        "warnings": same + environment_warnings(a.get("environment") or {}, b.get("environment") or {})
+        + _power_limit_warnings(a, b) + _noise_warnings(rows),
+    }
+
+
+def environment_warnings(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[str]:
+    """One line per environment fact that differs and changes throughput (as pyperf warns on metadata)."""
+    warnings: list[str] = []
+    gpus_a, gpus_b = _gpu_names(env_a), _gpu_names(env_b)
+    if gpus_a != gpus_b:
+        if len(gpus_a) != len(gpus_b):
+            warnings.append(f"GPU count differs: A has {len(gpus_a)}, B has {len(gpus_b)}")
+        if sorted(set(gpus_a)) != sorted(set(gpus_b)):
+            warnings.append(f"GPU differs: A {_join(gpus_a)}, B {_join(gpus_b)}")
+    for key, label in _ENV_KEYS:
+        va, vb = env_a.get(key), env_b.get(key)
+        if va != vb:
+            warnings.append(f"{label} version differs: A {_show(va)}, B {_show(vb)}")
+    return warnings
+
+
+def power_limits_w(document: dict[str, Any]) -> list[float]:
+    """The distinct GPU power limits (W) a document records, sorted; empty when it records none.
+
+    Looked for in the environment (`power_limit_w` per GPU or overall) and in each result's telemetry block,
+    where the NVML sampler stores the limit in force while the configuration ran.
+    """
+    env = document.get("environment") or {}
+    found = [g.get("power_limit_w") for g in env.get("gpus") or [] if isinstance(g, dict)]
+    found.append(env.get("power_limit_w"))
+    for result in document.get("results") or []:
+        telemetry = result.get("telemetry")
+        if isinstance(telemetry, dict):
+            found.append(telemetry.get("power_limit_w"))
+    return sorted({float(v) for v in found if isinstance(v, (int, float))})
+
+
+def _power_limit_warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    pa, pb = power_limits_w(a), power_limits_w(b)
+    if pa and pb and pa != pb:
+        return [f"GPU power limit differs: A {_watts(pa)}, B {_watts(pb)}"]
+    if bool(pa) != bool(pb):
+        return [f"GPU power limit recorded for only one run: A {_watts(pa)}, B {_watts(pb)}"]
+    return []
+
+
+def _noise_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for row in rows:
+        for side in ("a", "b"):
+            cv = row.get(f"{side}_cv")
+            if cv is not None and cv > 0.05:
+                out.append(f"{row['label']}: {side.upper()} is noisy (CV {cv * 100:.1f}% across repeats > 5%)")
+    return out
+
+
+def _index(results: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    # When a document holds the same configuration twice, the last one wins (it is the re-run).
+    return {config_key(r): r for r in results}
+
+
+def _throughput(result: dict[str, Any]) -> float | None:
+    value = result.get("samples_per_s")
+    return float(value) if value is not None else None
+
+
+def _gpu_names(env: dict[str, Any]) -> list[str]:
+    return [str(g.get("name")) for g in env.get("gpus") or [] if isinstance(g, dict)]
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _constant(values: list[float]) -> bool:
+    return all(v == values[0] for v in values)
+
+
+def _finite_or_none(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _join(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _show(value: Any) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _watts(values: list[float]) -> str:
+    return ", ".join(f"{v:g} W" for v in values) or "unknown"

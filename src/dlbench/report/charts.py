@@ -1,0 +1,326 @@
+"""Charts for `dlbench report` (matplotlib, Agg, no pyplot state): rendering only.
+
+Every function takes figures already computed in `dlbench.analysis` (or raw step times and telemetry
+series straight from the result document), draws one chart and saves it as PNG and SVG in `out_dir`.
+It returns a `Chart` naming both files. Colours are the Okabe-Ito palette, which stays distinguishable
+for the common forms of colour blindness; this run's bars are also set apart by bold labels, not colour alone.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlbench.report import fmt
+
+# Okabe & Ito (2008), "Color Universal Design": https://jfly.uni-koeln.de/color/
+OKABE_ITO = {
+    "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
+    "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "black": "#000000",
+}
+SERIES = [OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black")]
+PUBLISHED_COLOUR = "#AEB8C2"  # neutral grey-blue: the field; this run is vermillion on top of it
+THIS_RUN_COLOUR = OKABE_ITO["vermillion"]
+TEXT = "#1F2933"
+MUTED = "#616E7C"
+
+_STYLE = {
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.titlesize": 13,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "axes.titlepad": 22,
+    "axes.labelsize": 10,
+    "axes.labelcolor": TEXT,
+    "axes.edgecolor": "#CBD2D9",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#E4E7EB",
+    "grid.linewidth": 0.8,
+    "axes.axisbelow": True,
+    "xtick.color": MUTED,
+    "ytick.color": TEXT,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.frameon": False,
+    "legend.fontsize": 9,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "svg.fonttype": "path",  # text as outlines: the SVG looks the same without the font installed
+    "svg.hashsalt": "dlbench",  # stable element ids, so re-rendering gives identical files
+}
+# File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
+CHART_STEMS = ("ranking_*", "speedups", "step_times", "scaling", "telemetry")
+WIDTH_IN = 9.0
+DPI = 150
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One rendered chart: a stable `name` (file stem), title, caption and its PNG and SVG files."""
+
+    name: str
+    title: str
+    caption: str
+    png: Path
+    svg: Path
+
+
+@contextmanager
+def _figure(height_in: float, nrows: int = 1, ncols: int = 1, **kwargs: Any):
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(_STYLE):
+        fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs)
+        yield fig, axes
+
+
+def _save(fig, out_dir: Path, name: str, title: str, caption: str) -> Chart:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
+    fig.savefig(png, dpi=DPI)
+    fig.savefig(svg, metadata={"Date": None})
+    return Chart(name=name, title=title, caption=caption, png=png, svg=svg)
+
+
+def _titles(fig, ax, title: str, subtitle: str | None = None) -> None:
+    """Bold title at the figure's left edge; the subtitle, wrapped, above the plot in muted grey."""
+    import textwrap
+
+    fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+    if subtitle:
+        ax.set_title(textwrap.fill(subtitle, 80), loc="left", fontsize=9, color=MUTED, fontweight="normal", pad=8)
+
+
+def _on(where: str) -> str:
+    """Charts are shared on their own, so their titles say which hardware they show."""
+    return f" \u00b7 {where}" if where else ""
+
+
+def _thousands():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: f"{v:,.0f}")
+
+
+def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
+                  name: str, num_gpus: int = 1) -> Chart:
+    """Horizontal bars of samples/s, fastest on top; rows with `is_this_run` highlighted (AIME/Lambda style).
+
+    `rows` come from `analysis.ranking.rank_among_published`: `label`, `samples_per_s`, `is_this_run`.
+    """
+    n = len(rows)
+    with _figure(1.3 + 0.34 * n) as (fig, axes):
+        ax = axes[0][0]
+        ordered = list(reversed(rows))  # barh draws bottom-up; fastest goes on top
+        ys = range(n)
+        values = [r["samples_per_s"] for r in ordered]
+        colours = [THIS_RUN_COLOUR if r["is_this_run"] else PUBLISHED_COLOUR for r in ordered]
+        ax.barh(ys, values, color=colours, height=0.72)
+        ax.set_yticks(list(ys), [r["label"] for r in ordered])
+        for tick, r in zip(ax.get_yticklabels(), ordered, strict=True):
+            if r["is_this_run"]:
+                tick.set_fontweight("bold")
+                tick.set_color(THIS_RUN_COLOUR)
+        top = max(values) if values else 1.0
+        for y, r in zip(ys, ordered, strict=True):
+            ax.text(r["samples_per_s"] + top * 0.01, y, fmt.throughput(r["samples_per_s"]), va="center",
+                    fontsize=8.5, color=THIS_RUN_COLOUR if r["is_this_run"] else TEXT,
+                    fontweight="bold" if r["is_this_run"] else "normal")
+        ax.set_xlim(0, top * 1.12)
+        ax.set_ylim(-0.6, n - 0.4)
+        ax.grid(axis="y", visible=False)
+        ax.xaxis.set_major_formatter(_thousands())
+        total = f", total of {num_gpus} GPUs" if num_gpus > 1 else ""
+        ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
+        _titles(fig, ax, title, subtitle)
+        return _save(fig, out_dir, name, title, subtitle)
+
+
+def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "speedups",
+                  prefix: dict[int, str] | None = None, where: str = "") -> Chart:
+    """Two panels of horizontal bars: torch.compile vs eager, and mixed precision vs TF32/FP32.
+
+    `entries` come from `analysis.speedups.speedups`; `prefix` optionally maps an entry index to a run label.
+    """
+    panels = [("compile", "torch.compile vs eager"), ("precision", "Mixed precision vs TF32 / FP32")]
+    panels = [(k, t) for k, t in panels if any(e["kind"] == k for e in entries)]
+    counts = [sum(1 for e in entries if e["kind"] == k) for k, _ in panels]
+    title = f"Speed-ups from torch.compile and mixed precision{_on(where)}"
+    caption = ("Throughput of each variant divided by its baseline in the same run (same workload, batch size "
+               "and GPU count); 1.0\u00d7 means no change.")
+    with _figure(1.0 + 0.36 * sum(counts) + 0.9 * len(panels), nrows=len(panels), ncols=1,
+                 gridspec_kw={"height_ratios": [max(c, 1) for c in counts]}) as (fig, axes):
+        for (kind, panel_title), row_axes in zip(panels, axes, strict=True):
+            ax = row_axes[0]
+            items = [(i, e) for i, e in enumerate(entries) if e["kind"] == kind]
+            labels = [_speedup_label(e, (prefix or {}).get(i)) for i, e in items]
+            values = [e["speedup"] for _, e in items]
+            ys = list(range(len(items)))[::-1]
+            colours = [OKABE_ITO["blue"] if v >= 1 else OKABE_ITO["vermillion"] for v in values]
+            ax.barh(ys, values, color=colours, height=0.66)
+            ax.set_yticks(ys, labels)
+            ax.axvline(1.0, color=TEXT, linewidth=1, linestyle="--", zorder=3)
+            top = max(values + [1.0])
+            for y, v in zip(ys, values, strict=True):
+                ax.text(v + top * 0.01, y, fmt.ratio(v), va="center", fontsize=8.5, color=TEXT)
+            ax.set_xlim(0, top * 1.15)
+            ax.grid(axis="y", visible=False)
+            ax.set_title(panel_title, fontsize=11, pad=8)
+            ax.set_xlabel("speed-up (\u00d7 baseline throughput, higher is better)")
+        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        return _save(fig, out_dir, name, title, caption)
+
+
+def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
+    label = fmt.workload_name(entry["workload"])
+    if entry["kind"] == "compile":
+        mode = entry["label"].split(" vs ", 1)[0].replace("compile=", "")
+        label += f" \u00b7 {fmt.precision_name(entry['context'])} \u00b7 mode {mode}"
+    else:
+        variant, base = entry["label"].split(" vs ", 1)
+        context = entry["context"].replace("compile=", "compile ")
+        label += f" \u00b7 {fmt.precision_name(variant)} vs {fmt.precision_name(base)} \u00b7 {context}"
+    if (entry.get("world_size") or 1) > 1:
+        label += f" \u00b7 {entry['world_size']} GPUs"
+    return f"{run_label}: {label}" if run_label else label
+
+
+def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "step_times", where: str = "") -> Chart:
+    """Box plots of measured step times (ms) per configuration, one panel per workload.
+
+    `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "cv": float|None}]}]`.
+    Boxes span the quartiles, whiskers p5-p95, dots are the steps outside them: noise you can see.
+    """
+    total = sum(len(g["configs"]) for g in groups)
+    title = f"Step-time distribution{_on(where)}"
+    caption = ("Every measured step of every repeat (warm-up excluded). Box: quartiles and median; whiskers: "
+               "5th-95th percentile; dots: steps outside them. CV: coefficient of variation of throughput "
+               "across repeats.")
+    with _figure(0.9 + 0.42 * total + 0.75 * len(groups), nrows=len(groups), ncols=1,
+                 gridspec_kw={"height_ratios": [len(g["configs"]) + 0.8 for g in groups]}) as (fig, axes):
+        for group, row_axes in zip(groups, axes, strict=True):
+            ax = row_axes[0]
+            configs = list(reversed(group["configs"]))
+            data = [[t * 1e3 for t in c["step_times_s"]] for c in configs]
+            bp = ax.boxplot(data, **_horizontal(), whis=(5, 95), widths=0.55, patch_artist=True,
+                            medianprops={"color": TEXT, "linewidth": 1.4},
+                            flierprops={"marker": "o", "markersize": 2.5, "markerfacecolor": MUTED,
+                                        "markeredgecolor": "none", "alpha": 0.6},
+                            whiskerprops={"color": MUTED}, capprops={"color": MUTED})
+            for patch, c in zip(bp["boxes"], configs, strict=True):
+                patch.set_facecolor(_precision_colour(c.get("precision")))
+                patch.set_edgecolor(TEXT)
+                patch.set_linewidth(0.8)
+                patch.set_alpha(0.85)
+            ax.set_yticks(range(1, len(configs) + 1), [c["label"] for c in configs])
+            ax.grid(axis="y", visible=False)
+            right = max(max(d) for d in data if d) if any(data) else 1.0
+            left = min(min(d) for d in data if d) if any(data) else 0.0
+            span = right - left or right * 0.1 or 1.0
+            ax.set_xlim(max(0.0, left - span * 0.08), right + span * 0.28)
+            for y, c in enumerate(configs, start=1):
+                if c.get("cv") is not None:
+                    ax.text(1.0, y, f"CV {fmt.percent(c['cv'])}", transform=ax.get_yaxis_transform(),
+                            ha="right", va="center", fontsize=8, color=MUTED)
+            ax.set_title(fmt.workload_name(group["workload"]), fontsize=11, pad=8)
+            ax.set_xlabel("step time (ms, lower is better)")
+        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        return _save(fig, out_dir, name, title, caption)
+
+
+def _horizontal() -> dict[str, Any]:
+    """matplotlib >= 3.10 spells a horizontal boxplot `orientation=`; older releases only know `vert=False`."""
+    import matplotlib
+
+    major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])
+    return {"orientation": "horizontal"} if (major, minor) >= (3, 10) else {"vert": False}
+
+
+_PRECISION_COLOURS = {"fp32": OKABE_ITO["sky"], "tf32": OKABE_ITO["blue"], "amp-fp16": OKABE_ITO["orange"],
+                      "amp-bf16": OKABE_ITO["green"]}
+
+
+def _precision_colour(precision: str | None) -> str:
+    return _PRECISION_COLOURS.get(precision or "", OKABE_ITO["purple"])
+
+
+def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
+    """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
+
+    `series` come from `analysis.scaling.scaling_series`; points above one GPU are labelled with their scaling
+    efficiency. Without a one-GPU result there is no ideal line (the efficiency is unknown, not guessed).
+    """
+    title = f"Multi-GPU scaling{_on(where)}"
+    caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling (GPU count \u00d7 "
+               "one-GPU throughput); labels: scaling efficiency (measured / ideal).")
+    with _figure(5.2) as (fig, axes):
+        ax = axes[0][0]
+        counts: set[int] = set()
+        for i, s in enumerate(series):
+            colour = SERIES[i % len(SERIES)]
+            xs = [p["world_size"] for p in s["points"]]
+            counts.update(xs)
+            label = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
+                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
+            ax.plot(xs, [p["samples_per_s"] for p in s["points"]], marker="o", color=colour, linewidth=2,
+                    label=label)
+            ideal = [(p["world_size"], p["ideal_samples_per_s"]) for p in s["points"]
+                     if p.get("ideal_samples_per_s") is not None]
+            if len(ideal) > 1:
+                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=colour, linewidth=1, alpha=0.7)
+            for p in s["points"]:
+                if p.get("scaling_efficiency") is not None:
+                    ax.annotate(fmt.percent(p["scaling_efficiency"]), (p["world_size"], p["samples_per_s"]),
+                                textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
+        ax.set_xticks(sorted(counts))
+        ax.set_xlabel("number of GPUs")
+        ax.set_ylabel("training throughput (samples/s, all GPUs)")
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(_thousands())
+        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from one GPU")
+        ax.legend(loc="upper left")
+        return _save(fig, out_dir, name, title, caption)
+
+
+# Telemetry series to plot: (column of the sampler's `series`, axis label, scale to the axis unit).
+TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperature (\u00b0C)", 1.0),
+                    ("sm_clock_mhz", "SM clock (MHz)", 1.0))
+
+
+def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "") -> Chart:
+    """GPU power, temperature and SM clock over the measured steps, one line per configuration.
+
+    `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
+    (see `html.telemetry_series`); a power limit is drawn as a dotted line.
+    """
+    panels = [p for p in TELEMETRY_PANELS if any(t["series"].get(p[0]) for t in traces)]
+    title = f"GPU telemetry during measurement{_on(where)}"
+    caption = "Sampled while the measured steps ran (warm-up and compilation excluded); time from the first step."
+    with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
+        for (key, label, scale), row_axes in zip(panels, axes, strict=True):
+            ax = row_axes[0]
+            for i, trace in enumerate(traces):
+                ys = trace["series"].get(key)
+                if not ys:
+                    continue
+                xs = trace["series"]["t_s"][: len(ys)]
+                colour = SERIES[i % len(SERIES)]
+                ax.plot(xs, [None if y is None else y * scale for y in ys], color=colour, linewidth=1.4,
+                        label=trace["label"])
+                if key == "power_w" and trace.get("power_limit_w"):
+                    ax.axhline(trace["power_limit_w"], color=colour, linestyle=":", linewidth=1)
+                    ax.text(0.99, trace["power_limit_w"], f"power limit {trace['power_limit_w']:g} W ",
+                            transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="top", ha="right",
+                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+            ax.set_ylabel(label)
+        axes[-1][0].set_xlabel("time since first measured step (s)")
+        axes[0][0].legend(loc="lower right", ncols=1, bbox_to_anchor=(1.0, 0.02))
+        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        return _save(fig, out_dir, name, title, caption)

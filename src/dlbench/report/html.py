@@ -1,0 +1,351 @@
+"""The HTML report: `dlbench report --latest --output report/` writes `report/index.html` plus every chart.
+
+`write_report(documents, out_dir)` draws the charts (PNG and SVG files next to the page) and renders
+`templates/report.html.j2`. The page is self-contained: each chart is embedded as an SVG data URI, so
+`index.html` can be mailed or attached on its own; the files are there for slides and posts.
+Figures come from `dlbench.analysis` (ranking, speed-ups, scaling); this module only arranges them.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dlbench import __version__
+from dlbench.analysis.ranking import (
+    canonical_gpu,
+    load_published_rows,
+    rank_among_published,
+    result_gpu,
+    vs_published_in,
+)
+from dlbench.analysis.scaling import scaling_series
+from dlbench.analysis.speedups import speedups
+from dlbench.report import charts, fmt
+
+TEMPLATE = "report.html.j2"
+
+
+def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None) -> Path:
+    """Write `out_dir/index.html` and the charts (`out_dir/charts/*.png|svg`) for these result documents."""
+    out_dir = Path(out_dir)
+    chart_dir = out_dir / "charts"
+    if published is None:
+        published = load_published_rows()
+    runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
+    rows = _result_rows(documents, runs, published)
+    groups = [g for g in (
+        _ranking_group(documents, runs, published, chart_dir),
+        _speedup_group(documents, runs, chart_dir),
+        _step_time_group(documents, runs, chart_dir),
+        _scaling_group(documents, runs, chart_dir),
+        _telemetry_group(documents, runs, chart_dir),
+    ) if g is not None]
+    context = {
+        "title": "dlbench report",
+        "runs": runs,
+        "rows": rows,
+        "groups": groups,
+        "environment": _environment_table(documents, runs),
+        "methodology": _methodology(documents),
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": __version__,
+        "sources": sorted({s for r in rows for s in r["sources"]}),
+        "ok_count": sum(1 for r in rows if r["status"] == "ok"),
+    }
+    html = _render(context)
+    _remove_stale_charts(chart_dir, {f["chart"].name for g in groups for f in g["figures"]})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    index = out_dir / "index.html"
+    index.write_text(html, encoding="utf-8")
+    return index
+
+
+def _remove_stale_charts(chart_dir: Path, written: set[str]) -> None:
+    """Delete charts an earlier report left in `chart_dir` that this one did not draw (only dlbench's names),
+    so the folder matches the page."""
+    if not chart_dir.is_dir():
+        return
+    for pattern in charts.CHART_STEMS:
+        for suffix in (".png", ".svg"):
+            for path in chart_dir.glob(pattern + suffix):
+                if path.stem not in written:
+                    path.unlink()
+
+
+def _render(context: dict[str, Any]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
+                             lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    return env.get_template(TEMPLATE).render(**context)
+
+
+def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
+    env = doc.get("environment") or {}
+    gpus = [canonical_gpu(g.get("name"), g.get("memory_bytes")) or g.get("name")
+            for g in env.get("gpus") or [] if isinstance(g, dict)]
+    names = sorted(set(gpus))
+    if names:
+        gpu_text = ", ".join(f"{gpus.count(n)}\u00d7 {n}" for n in names)
+    else:
+        cores = f", {env['cpu_count']} cores" if env.get("cpu_count") else ""
+        gpu_text = f"CPU only ({env.get('cpu_model') or 'unknown CPU'}{cores})"
+    short = str(doc.get("run_id") or f"run{index + 1}")[:8]
+    software = " \u00b7 ".join(f"{label} {env[key]}" for label, key in
+                               (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
+    return {"run_id": doc.get("run_id"), "short": short, "created_at": doc.get("created_at"),
+            "hostname": env.get("hostname"), "gpus": gpu_text, "software": software or fmt.DASH,
+            "prefix": f"run {short}" if count > 1 else None}
+
+
+def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
+    rows = []
+    for doc, run in zip(documents, runs, strict=True):
+        for r in doc.get("results") or []:
+            vs = vs_published_in(doc, r, published)
+            st = r.get("step_time_s") or {}
+            details = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")),
+                       f"batch {fmt.plain(r.get('batch_size'))}"]
+            if (r.get("world_size") or 1) > 1:
+                details.append(f"{r['world_size']} GPUs")
+            if (r.get("flavour") or "full") != "full":
+                details.append(f"{r['flavour']} flavour")
+            rows.append({
+                "run": run["short"], "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
+                "details": " \u00b7 ".join(details),
+                "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
+                "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > 0.05,
+                "step_ms": fmt.ms(st.get("median")),
+                "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
+                "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
+                "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
+                "vs_main": fmt.vs_published_short(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
+                "vs_good": (vs["ratio"] or 0) >= 0.95,
+                "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
+            })
+    return rows
+
+
+def _vs_note(vs: dict[str, Any]) -> str:
+    if vs["ratio"] is not None:
+        n = vs["published_count"]
+        note = f"of published median ({n} result{'s' if n != 1 else ''}); #{vs['rank']} of {vs['rank_of']} GPUs"
+        return note
+    if vs["rank"] is not None:
+        return f"among published GPUs; {vs['reason']}" if vs["reason"] else "among published GPUs"
+    return vs["reason"] or ""
+
+
+def _figure(chart: charts.Chart, caption: str | None = None) -> dict[str, Any]:
+    svg = chart.svg.read_bytes()
+    return {"chart": chart, "caption": caption or chart.caption,
+            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
+            "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
+
+
+def _group(key: str, title: str, intro: str, figures: list[dict[str, Any]], notes: list[str] | None = None):
+    return {"id": key, "title": title, "intro": intro, "figures": figures, "notes": notes or []}
+
+
+def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | None:
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for doc, run in zip(documents, runs, strict=True):
+        for r in doc.get("results") or []:
+            gpu = result_gpu(doc, r)
+            if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
+                continue
+            gpu_label = canonical_gpu(gpu.get("name"), gpu.get("memory_bytes")) or gpu.get("name")
+            key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
+            name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
+            groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
+                                               "samples_per_s": r["samples_per_s"],
+                                               "vs": vs_published_in(doc, r, published)})
+    if not groups:
+        reasons = sorted({vs_published_in(doc, r, published)["reason"] or "" for doc in documents
+                          for r in doc.get("results") or [] if r.get("status") == "ok"} - {""})
+        if not reasons:
+            return None
+        return _group("ranking", "Against published results", "Nothing here is comparable with published "
+                      "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
+    figures, notes = [], []
+    for (workload, precision, seq_len, n), entries in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
+                f"{n} GPU{'s' if n > 1 else ''}")
+        ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
+        if not ranked:
+            notes.append(f"{what}: no published results to rank against ({entries[0]['vs']['reason']}).")
+            continue
+        sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
+        name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
+        subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n)
+        caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
+        figures.append(_figure(chart, caption))
+    return _group("ranking", "Against published results",
+                  "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
+                  "precision and GPU count, with this run's results highlighted. Only like is compared with like.",
+                  figures, notes)
+
+
+def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
+    entries, prefix = [], {}
+    for doc, run in zip(documents, runs, strict=True):
+        for e in speedups(doc.get("results") or []):
+            if run["prefix"]:
+                prefix[len(entries)] = run["prefix"]
+            entries.append(e)
+    intro = "What torch.compile and mixed precision buy on this hardware, measured within the same run."
+    if not entries:
+        return _group("speedups", "Speed-ups", intro, [], [
+            "No speed-up to show: a run needs the same configuration both eager and compiled, or in mixed and "
+            "full precision."])
+    return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=_where(runs)))])
+
+
+def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
+    by_workload: dict[str, list[dict[str, Any]]] = {}
+    for doc, run in zip(documents, runs, strict=True):
+        for r in doc.get("results") or []:
+            times = [t for rep in r.get("repeats") or [] for t in rep.get("step_times_s") or []]
+            if r.get("status") != "ok" or not times:
+                continue
+            label = _short_config(r)
+            if run["prefix"]:
+                label = f"{run['short']} \u00b7 {label}"
+            by_workload.setdefault(r["workload"], []).append(
+                {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision")})
+    if not by_workload:
+        return None
+    groups = [{"workload": w, "configs": c} for w, c in by_workload.items()]
+    return _group("distribution", "Step-time distribution",
+                  "How steady the measurement was: a tight box means every step took about as long.",
+                  [_figure(charts.step_time_chart(groups, chart_dir, where=_where(runs)))])
+
+
+def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
+    series = [s for doc in documents for s in scaling_series(doc.get("results") or []) if len(s["points"]) > 1]
+    if not series:
+        return None
+    return _group("scaling", "Multi-GPU scaling", "Data-parallel throughput as GPUs are added.",
+                  [_figure(charts.scaling_chart(series, chart_dir, where=_where(runs)))])
+
+
+def telemetry_series(telemetry: Any) -> dict[str, list] | None:
+    """Column series `{"t_s": [...], "power_w": [...], ...}` from a result's `telemetry` block, or None.
+
+    The NVML sampler writes columns under `series`; a list of per-reading dicts under `samples` is read too.
+    A block without readings (no NVML, a CPU run: `available` false) gives None.
+    """
+    if not isinstance(telemetry, dict) or telemetry.get("available") is False:
+        return None
+    keys = ["t_s"] + [k for k, _, _ in charts.TELEMETRY_PANELS]
+    samples = telemetry.get("samples")
+    if isinstance(samples, list) and samples and isinstance(samples[0], dict):
+        cols = {k: [s.get(k) for s in samples] for k in keys}
+    elif isinstance(telemetry.get("series"), dict):
+        cols = {k: list(telemetry["series"].get(k) or []) for k in keys}
+    else:
+        return None
+    if not cols["t_s"] or not any(any(v is not None for v in cols[k]) for k in keys[1:]):
+        return None
+    t0 = cols["t_s"][0]
+    cols["t_s"] = [t - t0 for t in cols["t_s"]]
+    return {k: (v if any(x is not None for x in v) else []) for k, v in cols.items()}
+
+
+def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
+    traces = []
+    for doc, run in zip(documents, runs, strict=True):
+        for r in doc.get("results") or []:
+            series = telemetry_series(r.get("telemetry"))
+            if series:
+                label = _short_config(r)
+                traces.append({"label": f"{run['short']} \u00b7 {label}" if run["prefix"] else
+                               f"{fmt.workload_name(r['workload'])} \u00b7 {label}", "series": series,
+                               "power_limit_w": r["telemetry"].get("power_limit_w")})
+    if not traces:
+        return None
+    return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
+                  "falling clocks at a power or thermal limit explain lower throughput.",
+                  [_figure(charts.telemetry_chart(traces, chart_dir, where=_where(runs)))])
+
+
+def _where(runs: list[dict[str, Any]]) -> str:
+    """The hardware a chart shows, for its title: the GPU(s) of the run(s), without repetition."""
+    names = []
+    for run in runs:
+        if run["gpus"] not in names:
+            names.append(run["gpus"])
+    return " vs ".join(names)
+
+
+def _short_config(r: dict[str, Any]) -> str:
+    parts = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")), f"bs {r.get('batch_size')}"]
+    if r.get("seq_len"):
+        parts.append(f"seq {r['seq_len']}")
+    if (r.get("world_size") or 1) > 1:
+        parts.append(f"{r['world_size']} GPUs")
+    return " \u00b7 ".join(parts)
+
+
+_ENV_FIELDS = (
+    ("Host", "hostname"), ("GPUs", None), ("NVIDIA driver", "driver_version"), ("CUDA", "cuda_version"),
+    ("cuDNN", "cudnn_version"), ("NCCL", "nccl_version"), ("PyTorch", "torch_version"), ("Python", "python_version"),
+    ("OS", "os"), ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("Memory", "memory_bytes"),
+    ("git commit", "git_commit"),
+)
+
+
+def _environment_table(documents, runs) -> dict[str, Any]:
+    """Rows of (label, one value per run) for the environment table."""
+    rows = [("Run", [r["run_id"] or fmt.DASH for r in runs]), ("Created", [r["created_at"] or fmt.DASH for r in runs]),
+            ("dlbench", [fmt.plain(d.get("dlbench_version")) for d in documents])]
+    for label, key in _ENV_FIELDS:
+        values = []
+        for doc, run in zip(documents, runs, strict=True):
+            env = doc.get("environment") or {}
+            if key is None:
+                values.append(run["gpus"])
+            elif key == "memory_bytes":
+                values.append(fmt.gigabytes(env.get(key)))
+            else:
+                values.append(fmt.plain(env.get(key)))
+        rows.append((label, values))
+    from dlbench.analysis.compare import power_limits_w
+
+    limits = [", ".join(f"{w:g} W" for w in power_limits_w(doc)) or fmt.DASH for doc in documents]
+    if any(v != fmt.DASH for v in limits):
+        rows.insert(5, ("GPU power limit", limits))
+    return {"headers": [r["short"] for r in runs], "rows": rows}
+
+
+def _methodology(documents) -> list[tuple[str, str]]:
+    """What was timed and how, from the documents' own numbers (warm-up and measured step counts)."""
+    warmups, steps, repeats = set(), set(), set()
+    for doc in documents:
+        for r in doc.get("results") or []:
+            if r.get("status") != "ok":
+                continue
+            warmups.add(len(r.get("warmup_step_times_s") or []))
+            reps = r.get("repeats") or []
+            repeats.add(len(reps))
+            steps.update(len(rep.get("step_times_s") or []) for rep in reps)
+
+    def counts(values: set[int]) -> str:
+        return ", ".join(str(v) for v in sorted(values)) or fmt.DASH
+
+    return [
+        ("Data", "Synthetic random inputs created once on the device from a fixed seed, outside the timed loop."),
+        ("Warm-up", f"{counts(warmups)} steps per configuration, timed but excluded from every figure."),
+        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps; the device is synchronised before "
+                        "every clock read and each configuration runs in its own process."),
+        ("Throughput", "Per repeat: samples / sum of its step times (samples = batch size \u00d7 GPUs). Reported: "
+                       "the mean over repeats; CV is their coefficient of variation (warning above 5%)."),
+        ("Compilation", "torch.compile time is measured separately and never counted in throughput."),
+        ("Published results", "Median per GPU of published figures with the same workload, sequence length, "
+                              "precision and GPU count; each source is named under the chart."),
+    ]

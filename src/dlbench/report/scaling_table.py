@@ -1,0 +1,39 @@
+"""The multi-GPU scaling table under `dlbench run --gpus 1,2,4` (rendering only; figures from
+`dlbench.analysis.scaling`).
+
+One row per configuration and device count: throughput, the ideal (linear) throughput, scaling efficiency and the
+number of nodes. Figures are taken as stored; only formatting happens here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel scaling (batch size per device)"):
+    """A rich Table: configuration, devices, global batch, samples/s, ideal samples/s, efficiency."""
+    from rich.table import Table
+
+    from dlbench.analysis.scaling import scaling_series
+
+    nodes = {(r.get("workload"), r.get("precision"), r.get("compile"), r.get("batch_size"), r.get("seq_len"),
+              r.get("world_size") or 1): r.get("nodes") for r in results}
+    table = Table(title=title, header_style="bold", title_justify="left")
+    for col, justify in (("configuration", "left"), ("devices", "right"), ("nodes", "right"),
+                         ("global batch", "right"), ("samples/s", "right"), ("ideal", "right"),
+                         ("efficiency", "right")):
+        table.add_column(col, justify=justify)
+    for series in scaling_series(results):
+        for p in series["points"]:
+            key = (series["workload"], series["precision"], series["compile"], series["batch_size"],
+                   series["seq_len"], p["world_size"])
+            table.add_row(
+                series["label"],
+                str(p["world_size"]),
+                str(nodes.get(key) or 1),
+                str(series["batch_size"] * p["world_size"]) if series["batch_size"] else "-",
+                f"{p['samples_per_s']:,.1f}",
+                "-" if p["ideal_samples_per_s"] is None else f"{p['ideal_samples_per_s']:,.1f}",
+                "-" if p["scaling_efficiency"] is None else f"{p['scaling_efficiency']:.2f}",
+            )
+    return table

@@ -1,0 +1,77 @@
+"""Terminal tables for `dlbench compare` and `dlbench reference list` (rich), rendering only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlbench.report import fmt
+
+
+def compare_table(report: dict[str, Any]):
+    """A run-vs-run comparison (from `analysis.compare.compare_documents`) as a rich Table."""
+    from rich.table import Table
+
+    a_id, b_id = (report.get("a_run_id") or "A")[:8], (report.get("b_run_id") or "B")[:8]
+    table = Table(title=f"B {b_id} vs A {a_id} (training throughput, samples/s)", title_justify="left")
+    table.add_column("configuration")
+    table.add_column(f"A {a_id}", justify="right")
+    table.add_column(f"B {b_id}", justify="right")
+    table.add_column("B/A", justify="right")
+    table.add_column("change", justify="right")
+    table.add_column("p (Welch / MWU)", justify="right")
+    table.add_column("significant")
+    for row in report["rows"]:
+        if row["ratio"] is None:
+            table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]),
+                          fmt.throughput(row["b_samples_per_s"]), fmt.DASH, fmt.DASH, fmt.DASH,
+                          f"[dim]{row['reason']}[/dim]")
+            continue
+        if row["significant"]:
+            colour = "green" if row["ratio"] > 1 else "red"
+            verdict = f"[{colour}]yes, {'faster' if row['ratio'] > 1 else 'slower'}[/{colour}]"
+        elif row["significant"] is False:
+            verdict = f"[dim]no ({row['reason']})[/dim]" if row["reason"] else "[dim]no[/dim]"
+        else:
+            verdict = f"[dim]untested: {row['reason']}[/dim]"
+        table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
+                      fmt.ratio(row["ratio"]), fmt.percent(row["change_pct"] / 100, signed=True),
+                      f"{fmt.p_value(row['welch_p'])} / {fmt.p_value(row['mannwhitney_p'])}", verdict)
+    return table
+
+
+def published_table(rows: list[dict[str, Any]], run_id: str | None):
+    """A run's results against published results (rows of `vs_published` plus the configuration)."""
+    from rich.table import Table
+
+    table = Table(title=f"Run {(run_id or '')[:8]} vs published results", title_justify="left")
+    for name, justify in (("configuration", "left"), ("GPU", "left"), ("samples/s", "right"),
+                          ("published median", "right"), ("ratio", "right"), ("rank", "right"),
+                          ("sources / note", "left")):
+        table.add_column(name, justify=justify)
+    for row in rows:
+        vs = row["vs_published"]
+        rank = f"{vs['rank']} of {vs['rank_of']}" if vs["rank"] is not None else fmt.DASH
+        note = ", ".join(vs["sources"])
+        if vs["reason"]:
+            note = f"{note}; {vs['reason']}" if note else vs["reason"]
+        table.add_row(row["label"], fmt.plain(vs["gpu"] or row.get("gpu_name")), fmt.throughput(row["samples_per_s"]),
+                      fmt.throughput(vs["published_median_samples_per_s"]), fmt.ratio(vs["ratio"]), rank,
+                      f"[dim]{note}[/dim]" if vs["reason"] and vs["ratio"] is None else note)
+    return table
+
+
+def reference_table(rows: list[dict[str, Any]], sources: list[str]):
+    """Published results, one row each, with a numbered source per row (the numbers index `sources`)."""
+    from rich.table import Table
+
+    table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left")
+    for name, justify in (("GPU", "left"), ("GPUs", "right"), ("workload", "left"), ("seq", "right"),
+                          ("precision", "left"), ("batch/GPU", "right"), ("samples/s", "right"),
+                          ("system", "left"), ("src", "right")):
+        table.add_column(name, justify=justify)
+    for row in rows:
+        table.add_row(row["gpu"], str(row["num_gpus"]), row["workload"], fmt.plain(row["seq_len"]),
+                      row["precision"], fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
+                      fmt.plain(row.get("system")),
+                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}")
+    return table

@@ -1,0 +1,156 @@
+"""`dlbench run` started by torchrun: join the group, measure in-process, rank 0 prints and stores one run.
+
+Exercised by `torchrun --nproc-per-node 2 -m dlbench run --device cpu --tiny -w resnet50` and the two-node
+example in README.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host:29500
+-m dlbench run ...`).
+
+The launcher already started one process per device, so there is no child sweep here: every rank builds the same
+plan, then measures each configuration with DistributedDataParallel (`distributed.measure_distributed`) on the
+device of its LOCAL_RANK. Rank 0 alone shows progress, prints the table and writes the result document (one run,
+`world_size` = the group's size, `nodes` = distinct node ranks/host names) after every configuration, so a
+failure later still leaves what was measured. A rank that fails records nothing it cannot vouch for: it prints
+one line naming itself and exits non-zero, and torchrun tears the group down (the configurations already
+measured stay stored on rank 0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dlbench.runner.distributed import DistEnv
+
+
+def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, quiet: bool, finish_run) -> int:
+    """Measure the plan for `options` as one rank of the launched group; returns the exit code."""
+    from dlbench.analysis.scaling import add_scaling_efficiency
+    from dlbench.errors import BadInput
+    from dlbench.runner.distributed import (
+        RendezvousTimeout,
+        destroy_process_group,
+        global_batch_note,
+        measure_distributed,
+        rank_device,
+    )
+    from dlbench.runner.document import build_document, make_result, new_run_id, utc_now_iso
+    from dlbench.runner.plan import DEFAULT_TIMEOUT_S, DeviceFacts, build_plan
+    from dlbench.runner.sweep import SweepObserver
+    from dlbench.runner.worker import create_sampler, is_oom, one_line, oom_message
+
+    main = dist_env.is_main
+    ignored_gpus = options.gpus is not None
+    options = replace(options, gpus=None)  # the launch decides the device count
+    facts = DeviceFacts.detect()
+    plan = build_plan(options, facts)
+    notes = list(plan.notes)
+    notes.append(f"started by torchrun: {dist_env.world_size} processes, rank 0 reports; "
+                 + (global_batch_note([dist_env.world_size], plan.device) or "one process"))
+    if ignored_gpus:
+        notes.append("--gpus ignored: under torchrun the launch (--nproc-per-node, --nnodes) sets the device count")
+    environment = None
+    if main:
+        from dlbench.telemetry.environment import collect
+
+        environment = collect()
+        for note in notes:
+            err.print(f"[bold]{note}[/bold]", highlight=False)
+
+    run_id, created_at = new_run_id(), utc_now_iso()
+    command = ["dlbench", *sys.argv[1:]]
+    results: list[dict[str, Any]] = []
+
+    def document(extra_notes: list[str]) -> dict[str, Any]:
+        add_scaling_efficiency(results)
+        return build_document(results, environment, run_id=run_id, command=command, notes=[*notes, *extra_notes],
+                              created_at=created_at)
+
+    observer = SweepObserver()
+    display = None
+    if main and not quiet:
+        from dlbench.report.progress import RichProgress
+
+        display = RichProgress(err).__enter__()
+        observer = display
+    total = len(plan.items)
+    observer.sweep_started(total)
+    try:
+        for index, item in enumerate(plan.items):
+            config = replace(item.config, world_size=dist_env.world_size)
+            observer.config_started(index, total, config)
+            extra: dict[str, Any] = {"unit": item.unit}
+            if item.skip_reason:
+                result = make_result(config, "skipped", item.skip_reason, extra=extra)
+            else:
+                sampler, telemetry_reason = (None, "telemetry is sampled on rank 0 only")
+                if main:
+                    sampler, telemetry_reason = create_sampler(rank_device(dist_env, config.device))
+                try:
+                    combined = measure_distributed(config, dist_env, progress=observer.progress, sampler=sampler,
+                                                   timeout_s=item.timeout_s or DEFAULT_TIMEOUT_S)
+                except (BadInput, RendezvousTimeout):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
+                    status = "oom" if is_oom(exc) else "error"
+                    message = oom_message(config) if status == "oom" else one_line(exc)
+                    failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
+                    _fail(dist_env, message, results, failed, document, finish_run, json_path)
+                extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
+                extra["telemetry_reason"] = telemetry_reason if combined.get("telemetry") is None else None
+                group_warnings = combined.pop("warnings", None) or []
+                result = make_result(config, "ok", None, combined, extra=extra)
+                result["warnings"] = [*result.get("warnings", []), *group_warnings]
+            results.append(result)
+            observer.config_finished(index, result)
+            if main:
+                finish_run(document([f"in progress: {len(results)} of {total} configurations done"]))
+    except RendezvousTimeout as exc:
+        if display is not None:
+            display.__exit__(None, None, None)
+            display = None
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if display is not None:
+            display.__exit__(None, None, None)
+    destroy_process_group()
+    if not main:
+        return 0
+    written = finish_run(document([]), json_path)
+    return _print(results, plan, dist_env, written, err, out)
+
+
+def _fail(dist_env: DistEnv, message: str, results, failed, document, finish_run, json_path) -> None:
+    """Leave the group at once: torchrun notices the exit and stops every other rank. Rank 0 first stores what
+    was measured plus the failed configuration."""
+    print(f"dlbench: rank {dist_env.rank} failed: {message}", file=sys.stderr)
+    if dist_env.is_main:
+        try:
+            results.append(failed)
+            finish_run(document([f"stopped: {failed['error']}"]), json_path)
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; say why nothing was saved
+            print(f"dlbench: could not save the partial result: {one_line_safe(exc)}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)  # no interpreter teardown: other ranks may be blocked in a collective with this one
+
+
+def one_line_safe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
+    from dlbench.cli.run import EXIT_FAILED, FAILED_STATUSES
+    from dlbench.report.table import result_messages, results_table
+
+    nodes = max((r.get("nodes") or 1 for r in results), default=1)
+    title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"
+    if results:
+        out.print(results_table(results, title=title, width=out.width))
+        for line in result_messages(results):
+            out.print(line, highlight=False, markup=False)
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
+    return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0

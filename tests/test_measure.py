@@ -1,0 +1,309 @@
+"""measure(): raw step-time counts, callbacks, precision flags, capabilities and FLOP counts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dlbench.analysis.stats import summarize
+from dlbench.runner.capabilities import unsupported_reason
+from dlbench.runner.config import RunConfig
+from dlbench.runner.measure import UnsupportedConfig, measure
+from dlbench.workloads import registry
+from dlbench.workloads.base import Workload
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_cpu_thread():
+    """One intra-op thread: on a shared 2-core machine, torch's spinning OpenMP threads slow steps 10x."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
+@pytest.fixture(autouse=True)
+def restore_torch_flags():
+    """measure() sets process-wide numerics flags; put them back for the other tests."""
+    import torch
+
+    saved = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.get_float32_matmul_precision(),
+        torch.backends.cudnn.benchmark,
+    )
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+    torch.set_float32_matmul_precision(saved[2])
+    torch.backends.cudnn.benchmark = saved[3]
+
+
+class RecordingSampler:
+    def __init__(self):
+        self.calls = []
+
+    def start(self):
+        self.calls.append("start")
+
+    def stop(self):
+        self.calls.append("stop")
+        return {"available": False, "reason": "test sampler"}
+
+
+def test_raw_step_times_and_callbacks():
+    events, syncs, wrapped = [], [], []
+    sampler = RecordingSampler()
+
+    def wrap(model):
+        wrapped.append(type(model).__name__)
+        return model
+
+    config = RunConfig("resnet50", flavour="tiny", batch_size=4, warmup_steps=2, steps=3, repeats=2)
+    result = measure(
+        config,
+        progress=lambda phase, done, total: events.append((phase, done, total)),
+        sampler=sampler,
+        wrap_model=wrap,
+        sync=lambda: syncs.append(len(events)),
+    )
+    assert len(result["warmup_step_times_s"]) == 2
+    assert [len(r["step_times_s"]) for r in result["repeats"]] == [3, 3]
+    assert all(t > 0 for r in result["repeats"] for t in r["step_times_s"])
+    assert result["compile_time_s"] is None  # eager
+    assert result["batch_size"] == 4 and result["seq_len"] is None and result["device"] == "cpu"
+    assert result["peak_memory_bytes"] is None  # no allocator counter on a CPU
+    assert result["telemetry"] == {"available": False, "reason": "test sampler"}
+    assert sampler.calls == ["start", "stop"]
+    assert wrapped == ["ClassifierLoss"]
+    # sync() brackets each repeat: before its first and after its last measured step.
+    assert syncs == [2, 5, 5, 8]
+    assert events[:2] == [("warmup", 1, 2), ("warmup", 2, 2)]
+    assert [e for e in events if e[0] == "measure"] == [("measure", i, 6) for i in range(1, 7)]
+    flags = result["precision_flags"]
+    assert flags["precision"] == "fp32" and flags["float32_matmul_precision"] == "highest"
+    assert flags["cuda_matmul_allow_tf32"] is False and flags["cudnn_allow_tf32"] is False
+    assert flags["optimizer"] == "SGD" and flags["channels_last"] is False
+    # The statistics come from these raw numbers alone.
+    stats = summarize([r["step_times_s"] for r in result["repeats"]], result["batch_size"])
+    expected = [4 * 3 / sum(r["step_times_s"]) for r in result["repeats"]]
+    assert stats["samples_per_s_repeats"] == pytest.approx(expected)
+    assert stats["samples_per_s"] == pytest.approx(sum(expected) / 2)
+
+
+class SleepyWorkload(Workload):
+    """A one-parameter model whose forward sleeps a known time: a step can't be timed shorter than that."""
+
+    name = "test-sleepy"
+    sample_unit = "images"
+    nap_s = 0.02
+
+    def build_model(self, config):
+        import torch
+
+        nap_s = self.nap_s
+
+        class Sleepy(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(4))
+
+            def forward(self, x):
+                time.sleep(nap_s)
+                return (self.weight * x).sum()
+
+        return Sleepy()
+
+    def make_inputs(self, config, batch_size, generator, device="cpu"):
+        import torch
+
+        return (torch.ones(batch_size, 4, device=device),)
+
+    def make_optimizer(self, params, device):
+        import torch
+
+        return torch.optim.SGD(params, lr=0.1), "for-loop"
+
+
+@pytest.fixture
+def sleepy():
+    workload = registry.register(SleepyWorkload())
+    yield workload
+    registry.WORKLOADS.pop(workload.name, None)
+
+
+def test_step_times_measure_the_step(sleepy):
+    config = RunConfig(sleepy.name, batch_size=2, warmup_steps=1, steps=4, repeats=2)
+    start = time.perf_counter()
+    result = measure(config)
+    wall = time.perf_counter() - start
+    times = [t for r in result["repeats"] for t in r["step_times_s"]]
+    assert len(times) == 8 and all(t >= sleepy.nap_s for t in times)
+    assert sum(times) + sum(result["warmup_step_times_s"]) <= wall
+    assert result["flops_per_sample"] == 0  # no matmul or convolution to count
+
+
+@pytest.mark.parametrize(
+    ("precision", "dtype", "scaler"), [("amp-bf16", "bfloat16", False), ("amp-fp16", "float16", True)]
+)
+def test_mixed_precision_on_cpu(precision, dtype, scaler):
+    config = RunConfig(
+        "bert-base-mlm", flavour="tiny", precision=precision, batch_size=4, warmup_steps=1, steps=2, repeats=1
+    )
+    result = measure(config)
+    flags = result["precision_flags"]
+    assert flags["autocast_dtype"] == dtype and flags["grad_scaler"] is scaler
+    assert flags["optimizer"] == "AdamW"
+    assert len(result["repeats"][0]["step_times_s"]) == 2
+
+
+def test_compile_cache_is_fresh_and_removed(monkeypatch):
+    import os
+
+    import torch._dynamo  # noqa: F401 - its import writes the default cache dir into the environment
+
+    from dlbench.runner.measure import _default_inductor_cache, compile_cache
+
+    default = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    for user_choice in (None, _default_inductor_cache()):
+        with compile_cache(True, user_choice) as state:
+            directory = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            assert state.startswith("cold") and os.path.isdir(directory) and directory != default
+            assert os.environ["TRITON_CACHE_DIR"].startswith(directory)
+        assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == default and not os.path.exists(directory)
+    with compile_cache(True, "/somewhere/of/the/users") as state:
+        assert state.startswith("user")
+    with compile_cache(False) as state:
+        assert state is None
+
+
+def test_unsupported_config_is_refused_before_work():
+    with pytest.raises(UnsupportedConfig, match="tf32"):
+        measure(RunConfig("resnet50", flavour="tiny", precision="tf32", device="cpu"))
+
+
+def test_tiny_bert_records_sdpa_attention():
+    result = measure(
+        RunConfig("bert-base-squad", flavour="tiny", batch_size=2, warmup_steps=0, steps=1, repeats=1)
+    )
+    assert result["seq_len"] == 32 and result["precision_flags"]["attention"] == "sdpa"
+
+
+def test_capability_reasons_on_cpu():
+    import torch
+
+    assert unsupported_reason(RunConfig("resnet50", precision="fp32", device="cpu")) is None
+    assert unsupported_reason(RunConfig("resnet50", precision="amp-bf16", device="cpu")) is None
+    assert "compute capability >= 8.0" in unsupported_reason(
+        RunConfig("resnet50", precision="tf32", device="cpu")
+    )
+    assert "CUDA graphs" in unsupported_reason(RunConfig("resnet50", compile="reduce-overhead", device="cpu"))
+    assert "unknown device" in unsupported_reason(RunConfig("resnet50", device="tpu"))
+    assert "unknown precision" in unsupported_reason(RunConfig("resnet50", precision="fp8", device="cpu"))
+    assert "unknown compile mode" in unsupported_reason(RunConfig("resnet50", compile="fast", device="cpu"))
+    if not torch.cuda.is_available():
+        assert "cuda is not available" in unsupported_reason(RunConfig("resnet50", device="cuda"))
+        assert "not available" in unsupported_reason(RunConfig("resnet50", device="cuda:3"))
+    if not torch.backends.mps.is_available():
+        assert "mps is not available" in unsupported_reason(RunConfig("resnet50", device="mps"))
+
+
+# Reference: /work/shared/reference/README.md "FLOPs per trained sample" (FlopCounterMode, fwd+bwd).
+@pytest.mark.parametrize(
+    ("workload", "seq_len", "gflop"),
+    [("resnet50", None, 24.3), ("bert-large-mlm", 128, 240.0), ("bert-base-squad", 384, 212.0)],
+)
+def test_flops_per_sample_match_reference(workload, seq_len, gflop):
+    from dlbench.runner.flops import flops_per_sample
+
+    flops_per_sample.cache_clear()
+    start = time.perf_counter()
+    counted = flops_per_sample(workload, "full", seq_len)
+    elapsed = time.perf_counter() - start
+    assert counted / 1e9 == pytest.approx(gflop, rel=0.02)
+    assert elapsed < 30  # meta device: shapes only (about 1 s for BERT-large on an idle core)
+    start = time.perf_counter()
+    assert flops_per_sample(workload, "full", seq_len) == counted
+    assert time.perf_counter() - start < 0.01  # cached
+
+
+def test_measure_reports_flops_of_the_configured_shape():
+    from dlbench.runner.flops import flops_per_sample
+
+    result = measure(
+        RunConfig(
+            "bert-base-mlm", flavour="tiny", seq_len=48, batch_size=2, warmup_steps=0, steps=1, repeats=1
+        )
+    )
+    assert result["seq_len"] == 48
+    assert result["flops_per_sample"] == flops_per_sample("bert-base-mlm", "tiny", 48)
+    assert result["flops_per_sample"] > flops_per_sample("bert-base-mlm", "tiny", 32)
+
+
+@pytest.mark.gpu
+def test_cuda_measurement_uses_events_and_counts_memory():
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    config = RunConfig(
+        "resnet50",
+        flavour="tiny",
+        precision="amp-fp16",
+        device="cuda",
+        batch_size=16,
+        warmup_steps=2,
+        steps=5,
+        repeats=2,
+    )
+    result = measure(config)
+    assert result["device"].startswith("cuda:")
+    assert result["peak_memory_bytes"] and result["peak_memory_bytes"] > 0
+    flags = result["precision_flags"]
+    assert (
+        flags["channels_last"] is True and flags["optimizer_impl"] == "fused" and flags["grad_scaler"] is True
+    )
+    assert all(t > 0 for r in result["repeats"] for t in r["step_times_s"])
+
+
+@pytest.mark.slow
+def test_compiled_run_on_cpu_keeps_compile_time_apart():
+    """torch.compile on a CPU (Inductor + C++): about 2 minutes on 2 cores, so opt-in (DLBENCH_RUN_SLOW=1)."""
+    import os
+
+    if os.environ.get("DLBENCH_RUN_SLOW") != "1":
+        pytest.skip("slow: set DLBENCH_RUN_SLOW=1 to compile a tiny model on the CPU")
+    config = RunConfig(
+        "bert-base-squad", flavour="tiny", compile="default", batch_size=4, warmup_steps=1, steps=3, repeats=1
+    )
+    result = measure(config)
+    assert result["compile_time_s"] > max(result["repeats"][0]["step_times_s"])
+    assert result["precision_flags"]["compile_cache"].startswith("cold")
+    assert not result["warnings"]  # no recompilation after the compile steps
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_cuda_compiled_modes(mode):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    config = RunConfig(
+        "bert-base-mlm",
+        flavour="tiny",
+        precision="amp-bf16",
+        compile=mode,
+        device="cuda",
+        batch_size=16,
+        warmup_steps=2,
+        steps=5,
+        repeats=2,
+    )
+    result = measure(config)
+    assert result["compile_time_s"] > max(t for r in result["repeats"] for t in r["step_times_s"])
+    assert not result["warnings"]
+    assert result["precision_flags"]["attention"] == "sdpa"

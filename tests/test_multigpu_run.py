@@ -1,0 +1,127 @@
+"""`dlbench run` with several processes on the CPU (gloo): `--gpus 1,2`, under torchrun (one and two "nodes"),
+and a rank killed mid-run. Real processes throughout; the workloads come from `mg_fault_workloads`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from _dist_helpers import env, free_port, processes_with
+
+# Each test starts several Python processes that import torch (a few CPU seconds each).
+pytestmark = pytest.mark.slow
+
+STEPS = ["--warmup", "1", "--steps", "3", "--repeats", "1", "--quiet"]
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    tests_dir = str(Path(__file__).resolve().parent)
+    base = env(DLBENCH_HOME=str(home), DLBENCH_PLUGINS="mg_fault_workloads", **extra)
+    base["PYTHONPATH"] = base["PYTHONPATH"] + os.pathsep + tests_dir
+    return base
+
+
+def _stored(home: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((home / "results").glob("*.json"))]
+
+
+def test_gpus_1_2_measures_both_and_scaling_efficiency(isolated_home, tmp_path):
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
+                           "--gpus", "1,2", *STEPS, "--json", str(out)],
+                          capture_output=True, text=True, timeout=240, env=_env(isolated_home))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "global batch grows" in " ".join(proc.stderr.split())
+    doc = json.loads(out.read_text())
+    one, two = doc["results"]
+    assert (one["world_size"], two["world_size"]) == (1, 2)
+    assert one["status"] == two["status"] == "ok"
+    assert two["scaling_efficiency"] == pytest.approx(two["samples_per_s"] / (2 * one["samples_per_s"]))
+    assert two["nodes"] == 1 and [r["rank"] for r in two["ranks"]] == [0, 1]
+    # Samples per step = per-device batch x world size, timed on the slowest rank.
+    slowest = max((r["repeats"][0]["step_times_s"] for r in two["ranks"]), key=sum)
+    assert two["repeats"][0]["step_times_s"] == slowest
+    assert two["samples_per_s"] == pytest.approx(two["batch_size"] * 2 * 3 / sum(slowest))
+    assert two["ddp"] == {"gradient_as_bucket_view": True, "find_unused_parameters": False, "static_graph": True}
+
+
+def test_torchrun_two_processes_store_one_run(isolated_home, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS],
+                          capture_output=True, text=True, timeout=240, env=_env(isolated_home))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert proc.stdout.count("dlbench run under torchrun") == 1  # rank 0 alone prints
+    docs = _stored(isolated_home)
+    assert len(docs) == 1
+    (result,) = docs[0]["results"]
+    assert result["status"] == "ok" and result["world_size"] == 2 and len(result["ranks"]) == 2
+
+
+def test_two_torchrun_agents_make_one_two_node_run(isolated_home):
+    port = free_port()
+    run_id = uuid.uuid4().hex[:8]
+    agents = []
+    for name in ("node-a", "node-b"):
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id,
+               "--max-restarts", "0", "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS]
+        agents.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       env=_env(isolated_home, DLBENCH_NODE_NAME=name)))
+    outputs = [a.communicate(timeout=240)[0] for a in agents]
+    assert [a.returncode for a in agents] == [0, 0], "\n".join(outputs)
+    docs = _stored(isolated_home)
+    assert len(docs) == 1
+    (result,) = docs[0]["results"]
+    assert result["world_size"] == 2 and result["nodes"] == 2
+    assert {r["hostname"] for r in result["ranks"]} == {"node-a", "node-b"}
+    assert len({r["node_rank"] for r in result["ranks"]}) == 2
+
+
+def test_killed_and_hung_ranks_tear_the_group_down(isolated_home, tmp_path):
+    marker = uuid.uuid4().hex
+    out = tmp_path / "run.json"
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-kill-rank",
+                           "-w", "mg-hang-rank", "--gpus", "2", "--timeout", "40", *STEPS, "--json", str(out)],
+                          capture_output=True, text=True, timeout=240,
+                          env=_env(isolated_home, DLBENCH_TEST_MARKER=marker))
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    assert time.monotonic() - started < 200
+    killed, hung = json.loads(out.read_text())["results"]
+    assert killed["status"] == "error" and killed["failed_rank"] == 1
+    assert "rank 1 failed: killed by SIGKILL" in killed["error"]
+    assert hung["status"] == "timeout" and "timed out after 40 s" in hung["error"]
+    assert hung["failed_rank"] == 1 and "rank 1 was stuck in forward" in hung["error"]
+    time.sleep(0.5)
+    assert processes_with(marker) == [], "processes left behind"
+
+
+def test_missing_node_rendezvous_times_out(isolated_home):
+    # torchrun's own rendezvous gives up after join_timeout when the second node never comes; nothing stored.
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
+                           "--rdzv-id", uuid.uuid4().hex[:8], "--rdzv-conf", "join_timeout=3",
+                           "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS],
+                          capture_output=True, text=True, timeout=120, env=_env(isolated_home))
+    assert proc.returncode != 0
+    assert "RendezvousTimeoutError" in proc.stderr
+    assert time.monotonic() - started < 60
+    assert not (isolated_home / "results").exists() or _stored(isolated_home) == []
+
+
+def test_run_joined_missing_rank_gives_clear_error(isolated_home):
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
+                           "--timeout", "2", *STEPS], capture_output=True, text=True, timeout=120,
+                          env=_env(isolated_home, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0",
+                                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())))
+    assert proc.returncode == 1, proc.stderr
+    assert "could not join the process group" in proc.stderr and "check that every node was started" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,73 @@
+"""Scaling efficiency, slowest-rank timing and the mixed-GPU warning (pure Python, no torch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.analysis.scaling import (
+    add_scaling_efficiency,
+    mixed_gpu_warning,
+    scaling_efficiency,
+    scaling_series,
+    slowest_rank_repeats,
+)
+
+
+def _result(world_size, samples_per_s, status="ok", batch_size=8, device="cuda:0"):
+    return {"workload": "resnet50", "precision": "amp-fp16", "compile": "off", "batch_size": batch_size,
+            "seq_len": None, "flavour": "full", "device": device, "world_size": world_size,
+            "status": status, "samples_per_s": samples_per_s}
+
+
+def test_efficiency_is_throughput_over_n_times_single():
+    assert scaling_efficiency(190.0, 2, 100.0) == pytest.approx(0.95)
+    assert scaling_efficiency(400.0, 4, 100.0) == pytest.approx(1.0)
+    assert scaling_efficiency(None, 2, 100.0) is None
+    assert scaling_efficiency(190.0, 2, None) is None
+
+
+def test_add_scaling_efficiency_matches_same_per_device_batch_only():
+    results = [_result(1, 100.0), _result(2, 180.0), _result(4, 300.0),
+               _result(2, 50.0, batch_size=16),  # no one-device baseline with batch 16
+               _result(2, None, status="error")]
+    add_scaling_efficiency(results)
+    assert "scaling_efficiency" not in results[0]
+    assert results[1]["scaling_efficiency"] == pytest.approx(0.9)
+    assert results[2]["scaling_efficiency"] == pytest.approx(0.75)
+    assert results[3]["scaling_efficiency"] is None
+    assert results[4]["scaling_efficiency"] is None
+
+
+def test_baseline_on_a_different_device_type_does_not_count():
+    results = [_result(1, 100.0, device="cpu"), _result(2, 150.0, device="cuda:0")]
+    add_scaling_efficiency(results)
+    assert results[1]["scaling_efficiency"] is None
+
+
+def test_scaling_series_has_ideal_line():
+    series = scaling_series([_result(2, 180.0), _result(1, 100.0), _result(4, 300.0)])
+    assert len(series) == 1
+    points = series[0]["points"]
+    assert [p["world_size"] for p in points] == [1, 2, 4]
+    assert [p["ideal_samples_per_s"] for p in points] == [100.0, 200.0, 400.0]
+    assert points[2]["scaling_efficiency"] == pytest.approx(0.75)
+
+
+def test_slowest_rank_sets_the_pace_per_repeat():
+    rank0 = [[0.10, 0.10, 0.10], [0.20, 0.20, 0.20]]
+    rank1 = [[0.12, 0.09, 0.11], [0.10, 0.10, 0.10]]
+    assert slowest_rank_repeats([rank0, rank1]) == [[0.12, 0.09, 0.11], [0.20, 0.20, 0.20]]
+
+
+def test_mixed_gpu_warning():
+    assert mixed_gpu_warning(["NVIDIA H100", "NVIDIA H100", None]) is None
+    warning = mixed_gpu_warning(["NVIDIA RTX 4090", "NVIDIA RTX 3090"])
+    assert "RTX 3090" in warning and "slowest" in warning
+
+
+def test_superlinear_scaling_is_flagged():
+    results = [_result(1, 100.0), _result(2, 300.0)]
+    add_scaling_efficiency(results)
+    add_scaling_efficiency(results)  # idempotent: the document is rebuilt after every configuration
+    assert results[1]["scaling_efficiency"] == pytest.approx(1.5)
+    assert len([w for w in results[1]["warnings"] if "above 1" in w]) == 1

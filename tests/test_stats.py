@@ -1,0 +1,61 @@
+"""summarize(): throughput, CV and percentiles from raw step times, with hand-checked numbers."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from dlbench.analysis.stats import summarize
+
+
+def test_hand_checked_numbers():
+    # Repeat 1: 2 steps x 10 samples in 0.2 s = 100/s; repeat 2: 20 samples in 0.4 s = 50/s.
+    stats = summarize([[0.1, 0.1], [0.2, 0.2]], batch_size=10)
+    assert stats["samples_per_s_repeats"] == pytest.approx([100.0, 50.0])
+    assert stats["samples_per_s"] == pytest.approx(75.0)
+    assert stats["cv"] == pytest.approx(math.sqrt(1250) / 75)  # stdev(100, 50) = 35.36
+    st = stats["step_time_s"]
+    assert st["mean"] == pytest.approx(0.15) and st["median"] == pytest.approx(0.15)
+    assert st["p5"] == pytest.approx(0.1) and st["p95"] == pytest.approx(0.2)
+    assert any(w.startswith("unstable") for w in stats["warnings"])
+
+
+def test_throughput_uses_the_sum_of_step_times_not_the_mean_rate():
+    # 3 samples per step; steps of 1 s and 3 s: 6 samples in 4 s = 1.5/s (the mean of rates would say 2).
+    stats = summarize([[1.0, 3.0]], batch_size=3)
+    assert stats["samples_per_s"] == pytest.approx(1.5)
+    assert stats["cv"] is None  # one repeat
+
+
+def test_world_size_multiplies_samples():
+    one = summarize([[0.5, 0.5]], batch_size=8)
+    four = summarize([[0.5, 0.5]], batch_size=8, world_size=4)
+    assert four["samples_per_s"] == pytest.approx(4 * one["samples_per_s"]) == pytest.approx(64.0)
+
+
+def test_stable_run_has_no_warnings():
+    times = [[0.100, 0.101, 0.099, 0.100], [0.100, 0.100, 0.101, 0.099], [0.099, 0.100, 0.100, 0.101]]
+    stats = summarize(times, batch_size=32)
+    assert stats["warnings"] == []
+    assert stats["cv"] < 0.01
+
+
+def test_outlier_and_short_step_warnings():
+    stats = summarize([[0.1] * 9 + [0.5]], batch_size=1)
+    assert any(w.startswith("outlier: slowest") for w in stats["warnings"])
+    short = summarize([[2e-4, 2e-4, 2e-4]], batch_size=1)
+    assert any("implausibly short" in w for w in short["warnings"])
+
+
+@pytest.mark.parametrize(("times", "batch"), [([], 1), ([[]], 1), ([[0.1]], 0), ([[0.0, 0.0]], 1)])
+def test_invalid_input(times, batch):
+    with pytest.raises(ValueError):
+        summarize(times, batch)
+
+
+def test_analysis_does_not_import_torch():
+    code = "import sys, dlbench.analysis.stats; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -1,0 +1,172 @@
+"""Workloads: every tiny flavour trains on a CPU; registry, plugins, batch-size table, full-size shapes."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from dlbench.errors import BadInput
+from dlbench.runner.config import RunConfig
+from dlbench.workloads import registry
+from dlbench.workloads.base import GIB, scaled_batch_size
+from dlbench.workloads.bert import masked_count
+
+BUILTIN = ["bert-base-mlm", "bert-base-squad", "bert-large-mlm", "bert-large-squad", "resnet50"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_cpu_thread():
+    """One intra-op thread: on a shared 2-core machine, torch's spinning OpenMP threads slow steps 10x."""
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
+def _train(workload, config, steps=3):
+    import torch
+
+    torch.manual_seed(0)
+    model = workload.build_model(config)
+    model.train()
+    inputs = workload.make_inputs(
+        config, workload.default_batch_size(None, "tiny"), torch.Generator().manual_seed(0)
+    )
+    optimizer, _ = workload.make_optimizer(model.parameters(), "cpu")
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = []
+    for _ in range(steps):
+        loss = model(*inputs)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+    changed = sum(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters(), strict=True))
+    return losses, changed, len(before)
+
+
+def test_builtin_workloads_are_registered():
+    assert set(BUILTIN) <= set(registry.names())
+    for name in BUILTIN:
+        workload = registry.get(name)
+        assert workload.name == name
+        assert workload.sample_unit in ("images", "sequences")
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_tiny_flavour_trains_on_cpu(name):
+    workload = registry.get(name)
+    losses, changed, total = _train(workload, RunConfig(name, flavour="tiny"))
+    assert all(math.isfinite(v) for v in losses)
+    # Every parameter that reaches the loss moves (the MLM head's tied decoder counts once).
+    assert changed >= 0.9 * total
+    assert losses[-1] < losses[0]  # same batch every step: training fits it
+
+
+def test_unknown_workload_lists_valid_names():
+    with pytest.raises(BadInput) as err:
+        registry.get("resnet51")
+    message = err.value.format_message()
+    assert "resnet51" in message
+    for name in BUILTIN:
+        assert name in message
+
+
+def test_plugin_module_from_environment(tmp_path, monkeypatch):
+    (tmp_path / "dlbench_test_plugin.py").write_text(
+        "from dlbench.workloads.registry import register\n"
+        "from dlbench.workloads.resnet import ResNetWorkload, RESNET_TINY\n"
+        "register(ResNetWorkload('plugin-net', RESNET_TINY))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("DLBENCH_PLUGINS", "dlbench_test_plugin")
+    try:
+        assert "plugin-net" in registry.names()
+        assert registry.get("plugin-net").sample_unit == "images"
+    finally:
+        registry.WORKLOADS.pop("plugin-net", None)
+        sys.modules.pop("dlbench_test_plugin", None)
+        registry._imported.discard("dlbench_test_plugin")
+
+
+def test_broken_plugin_is_bad_input(monkeypatch):
+    monkeypatch.setenv("DLBENCH_PLUGINS", "no_such_module_for_dlbench")
+    with pytest.raises(BadInput, match="no_such_module_for_dlbench"):
+        registry.get("resnet50")
+
+
+def test_default_batch_size_scales_with_memory():
+    resnet = registry.get("resnet50")
+    h100 = 85_031_714_816  # torch.cuda.get_device_properties(...).total_memory of an H100 80GB HBM3
+    rtx4090 = 25_393_692_672
+    assert resnet.default_batch_size(h100, "full") == resnet.batch_80gb
+    assert resnet.default_batch_size(rtx4090, "full") == resnet.batch_80gb // 4
+    assert resnet.default_batch_size(None, "full") == resnet.cpu_batch
+    assert resnet.default_batch_size(h100, "tiny") == resnet.tiny_batch
+    # AMP halves activation memory: twice the fp32-safe batch on a GPU, the same on a CPU.
+    assert resnet.default_batch_size(h100, "full", "amp-bf16") == 2 * resnet.batch_80gb
+    assert resnet.default_batch_size(h100, "full", "tf32") == resnet.batch_80gb
+    assert resnet.default_batch_size(None, "full", "amp-bf16") == resnet.cpu_batch
+    sizes = [scaled_batch_size(128, m * GIB, 2) for m in (1, 8, 11, 16, 24, 40, 80, 141)]
+    assert sizes == sorted(sizes) and sizes[0] >= 1
+
+
+def test_seq_len_override_and_masked_positions():
+    import torch
+
+    mlm = registry.get("bert-base-mlm")
+    config = RunConfig("bert-base-mlm", flavour="tiny", seq_len=40)
+    assert mlm.seq_len(config) == 40
+    ids, types, positions, labels = mlm.make_inputs(config, 3, torch.Generator().manual_seed(1))
+    assert ids.shape == (3, 40) and types.shape == (3, 40)
+    assert positions.shape == (3, masked_count(40)) == labels.shape
+    assert masked_count(128) == 20  # NVIDIA's max_predictions_per_seq at 128 tokens
+    for row in positions:  # distinct, sorted, in range
+        assert row.unique().numel() == row.numel() and torch.equal(row, row.sort().values)
+        assert int(row.max()) < 40
+    assert mlm.seq_len(RunConfig("bert-base-mlm")) == 128
+    assert registry.get("bert-large-squad").seq_len(RunConfig("bert-large-squad")) == 384
+
+
+def test_masked_only_head_gives_the_full_head_loss():
+    """Gathering masked positions before the head equals the head on all tokens with the rest ignored."""
+    import torch
+    import torch.nn.functional as F
+
+    mlm = registry.get("bert-base-mlm")
+    config = RunConfig("bert-base-mlm", flavour="tiny")
+    torch.manual_seed(0)
+    model = mlm.build_model(config).eval()
+    ids, types, positions, labels = mlm.make_inputs(config, 4, torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        gathered = model(ids, types, positions, labels)
+        logits = model.mlm(input_ids=ids, token_type_ids=types).logits
+        full_labels = torch.full(ids.shape, -100)
+        full_labels.scatter_(1, positions, labels)
+        reference = F.cross_entropy(logits.reshape(-1, logits.size(-1)), full_labels.reshape(-1))
+    torch.testing.assert_close(gathered, reference)
+
+
+def test_full_size_models_match_the_published_architectures():
+    import torch
+
+    def params(name, **kw):
+        with torch.device("meta"):
+            model = registry.get(name).build_model(RunConfig(name, **kw))
+        return sum(p.numel() for p in model.parameters())
+
+    assert params("resnet50") == 25_557_032  # torchvision resnet50(): 25.6 M
+    large = registry.get("bert-large-squad").bert_config(RunConfig("bert-large-squad"))
+    assert (large.hidden_size, large.num_hidden_layers, large.num_attention_heads, large.vocab_size) == (
+        1024,
+        24,
+        16,
+        28996,
+    )
+    assert large._attn_implementation == "sdpa"
+    # BERT-large cased encoder is about 333 M parameters (334 M with the QA head's 2 outputs).
+    assert 330e6 < params("bert-large-squad") < 336e6
