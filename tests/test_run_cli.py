@@ -111,3 +111,25 @@ def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
     assert (isolated_home / "results" / f"{doc['run_id']}.json").exists()
     assert "resnet50" in stdout  # what was measured is still shown
     assert processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)) == []  # no orphan worker
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
+def test_tiny_run_on_a_gpu_records_memory_and_start_temperature(tmp_path):
+    out = tmp_path / "gpu.json"
+    proc = dlbench(*FAST, "-w", "resnet50", "-w", "bert-base-squad", "-p", "amp-fp16", "--device", "cuda",
+                   "--max-start-temp", "95", "--max-wait", "30", "--quiet", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["gpus"] and doc["environment"]["cuda_version"]
+    for result in doc["results"]:
+        assert result["status"] == "ok" and result["device"].startswith("cuda")
+        assert isinstance(result["peak_memory_bytes"], int) and result["peak_memory_bytes"] > 0
+        if doc["environment"]["driver_version"]:  # NVIDIA (NVML): the start temperature is read
+            assert isinstance(result["start_temperature_c"], float)
