@@ -64,6 +64,8 @@ BAD_INPUTS = [
     (["--timeout", "0"], "--timeout"),
     (["--device", "tpu"], "unknown device"),
     (["--max-wait", "-1"], "--max-wait"),
+    (["--json", str(TESTS_DIR / "conftest.py" / "run.json")], "--json"),
+    (["--json", "/"], "--json"),
     (["--device", "cuda"], "no CUDA"),  # torch here is a CUDA build, but there is no GPU
 ]
 

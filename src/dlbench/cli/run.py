@@ -36,6 +36,21 @@ def finish_run(document: dict[str, Any], json_path: Path | None = None) -> list[
     return written
 
 
+def check_writable(path: Path) -> None:
+    """`--json PATH` must be a file we can create: BadInput now rather than a lost run later."""
+    import os
+
+    from dlbench.errors import BadInput
+
+    if path.is_dir():
+        raise BadInput(f"--json {path}: is a directory; give a file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"--json {path}: cannot write there ({folder} is not a writable folder)")
+
+
 def run(
     workload: list[str] = typer.Option(
         [], "--workload", "-w", help="Workload to measure (repeatable): resnet50, bert-base-squad, "
@@ -96,6 +111,8 @@ def run(
     check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if max_wait < 0:
         raise BadInput(f"--max-wait must be 0 or more, got {max_wait}")
+    if json_path is not None:
+        check_writable(json_path)  # before the run, not after an hour of measuring
     err, out = console(stderr=True), console()
     if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         out.width = max(out.width, 130)
