@@ -35,10 +35,22 @@ def dlbench(*args: str, timeout: float = 300, **extra: str) -> subprocess.Comple
                           timeout=timeout, env=env(**extra))
 
 
+# `dlbench run` with a report, at exit, of whether the parent process imported torch (it must not: planning and
+# measuring happen in child processes).
+RUN_AND_REPORT_TORCH = (
+    "import sys, atexit\n"
+    "atexit.register(lambda: print('torch in parent:', 'torch' in sys.modules, file=sys.stderr))\n"
+    "from dlbench.cli.app import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
 def test_tiny_run_writes_the_document(tmp_path, isolated_home):
     out = tmp_path / "run.json"
-    proc = dlbench(*FAST, "-w", "resnet50", "--quiet", "--json", str(out))
+    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT_TORCH, "run", *FAST, "-w", "resnet50", "--quiet",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300, env=env())
     assert proc.returncode == 0, proc.stderr
+    assert "torch in parent: False" in proc.stderr
     doc = json.loads(out.read_text())
     saved = isolated_home / "results" / f"{doc['run_id']}.json"
     assert json.loads(saved.read_text()) == doc  # also kept in the data directory
