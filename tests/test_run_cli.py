@@ -35,10 +35,22 @@ def dlbench(*args: str, timeout: float = 300, **extra: str) -> subprocess.Comple
                           timeout=timeout, env=env(**extra))
 
 
+# `dlbench run` with a report, at exit, of whether the parent process imported torch (it must not: planning and
+# measuring happen in child processes).
+RUN_AND_REPORT_TORCH = (
+    "import sys, atexit\n"
+    "atexit.register(lambda: print('torch in parent:', 'torch' in sys.modules, file=sys.stderr))\n"
+    "from dlbench.cli.app import main\n"
+    "main(sys.argv[1:])\n"
+)
+
+
 def test_tiny_run_writes_the_document(tmp_path, isolated_home):
     out = tmp_path / "run.json"
-    proc = dlbench(*FAST, "-w", "resnet50", "--quiet", "--json", str(out))
+    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT_TORCH, "run", *FAST, "-w", "resnet50", "--quiet",
+                           "--json", str(out)], capture_output=True, text=True, timeout=300, env=env())
     assert proc.returncode == 0, proc.stderr
+    assert "torch in parent: False" in proc.stderr
     doc = json.loads(out.read_text())
     saved = isolated_home / "results" / f"{doc['run_id']}.json"
     assert json.loads(saved.read_text()) == doc  # also kept in the data directory
@@ -63,6 +75,9 @@ BAD_INPUTS = [
     (["--seq-len", "0"], "--seq-len"),
     (["--timeout", "0"], "--timeout"),
     (["--device", "tpu"], "unknown device"),
+    (["--max-wait", "-1"], "--max-wait"),
+    (["--json", str(TESTS_DIR / "conftest.py" / "run.json")], "--json"),
+    (["--json", "/"], "--json"),
     (["--device", "cuda"], "no CUDA"),  # torch here is a CUDA build, but there is no GPU
 ]
 
@@ -110,3 +125,25 @@ def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
     assert (isolated_home / "results" / f"{doc['run_id']}.json").exists()
     assert "resnet50" in stdout  # what was measured is still shown
     assert processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)) == []  # no orphan worker
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
+def test_tiny_run_on_a_gpu_records_memory_and_start_temperature(tmp_path):
+    out = tmp_path / "gpu.json"
+    proc = dlbench(*FAST, "-w", "resnet50", "-w", "bert-base-squad", "-p", "amp-fp16", "--device", "cuda",
+                   "--max-start-temp", "95", "--max-wait", "30", "--quiet", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["gpus"] and doc["environment"]["cuda_version"]
+    for result in doc["results"]:
+        assert result["status"] == "ok" and result["device"].startswith("cuda")
+        assert isinstance(result["peak_memory_bytes"], int) and result["peak_memory_bytes"] > 0
+        if doc["environment"]["driver_version"]:  # NVIDIA (NVML): the start temperature is read
+            assert isinstance(result["start_temperature_c"], float)

@@ -36,11 +36,26 @@ def finish_run(document: dict[str, Any], json_path: Path | None = None) -> list[
     return written
 
 
+def check_writable(path: Path) -> None:
+    """`--json PATH` must be a file we can create: BadInput now rather than a lost run later."""
+    import os
+
+    from dlbench.errors import BadInput
+
+    if path.is_dir():
+        raise BadInput(f"--json {path}: is a directory; give a file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"--json {path}: cannot write there ({folder} is not a writable folder)")
+
+
 def run(
     workload: list[str] = typer.Option(
         [], "--workload", "-w", help="Workload to measure (repeatable): resnet50, bert-base-squad, "
         "bert-large-squad, bert-base-mlm, bert-large-mlm. Default: resnet50, bert-base-squad, bert-large-squad on "
-        "a GPU; a quick CPU suite otherwise."),
+        "a GPU; a quick suite otherwise."),
     precision: list[str] = typer.Option(
         [], "--precision", "-p", help="Precision (repeatable): fp32 (strict, TF32 off), tf32 (CUDA compute "
         "capability >= 8.0), amp-fp16, amp-bf16. Default on a GPU: tf32 (fp32 before Ampere) and amp-fp16; "
@@ -55,11 +70,12 @@ def run(
         "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
-    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps per repeat set, timed but not "
-                                      "counted (default 10 on a GPU)."),
-    steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat (default 50 on a GPU)."),
-    repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps (default 3 on a "
-                                       "GPU); the spread across repeats gives the CV."),
+    warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
+                                      "and recorded, never counted. Default: 10 on a GPU, 1 on a CPU, 2 with --tiny."),
+    steps: int | None = typer.Option(None, "--steps", help="Measured steps per repeat. Default: 50 on a GPU, 2 on a "
+                                     "CPU, 5 with --tiny."),
+    repeats: int | None = typer.Option(None, "--repeats", help="Repeats of the measured steps; the spread across "
+                                       "repeats gives the CV. Default: 3 on a GPU, 2 on a CPU or with --tiny."),
     timeout: float | None = typer.Option(
         None, "--timeout", help=f"Seconds one configuration may take in its child process before it is killed "
         f"(status timeout). Default {DEFAULT_TIMEOUT_S:.0f}, {MAX_AUTOTUNE_TIMEOUT_S:.0f} for max-autotune."),
@@ -85,6 +101,7 @@ def run(
     directory (and at --json PATH).
     """
     from dlbench.cli._common import console
+    from dlbench.errors import BadInput
     from dlbench.runner.plan import RunOptions, check_workloads, validate_options
 
     options = validate_options(RunOptions(
@@ -92,6 +109,10 @@ def run(
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout, gpus=gpus))
     check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    if max_wait < 0:
+        raise BadInput(f"--max-wait must be 0 or more, got {max_wait}")
+    if json_path is not None:
+        check_writable(json_path)  # before the run, not after an hour of measuring
     err, out = console(stderr=True), console()
     if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
         out.width = max(out.width, 130)
@@ -102,7 +123,11 @@ def run(
         from dlbench.runner.joined import run_joined
 
         raise typer.Exit(run_joined(options, dist_env, err, out, json_path, quiet, finish_run))
-    code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
+    try:
+        code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
+    except KeyboardInterrupt:  # a second Ctrl-C outside the sweep (which handles the first itself)
+        err.print("interrupted")
+        code = 130
     raise typer.Exit(code)
 
 
@@ -162,7 +187,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     finally:
         signal.signal(signal.SIGINT, previous)
 
-    title = "dlbench run" + (" (quick CPU suite)" if plan.quick_suite else "") + f" on {plan.device}"
+    title = "dlbench run" + (" (quick suite)" if plan.quick_suite else "") + f" on {plan.device}"
     if results:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):

@@ -30,9 +30,9 @@ GPU_DEFAULT_STEPS = {"warmup": 10, "steps": 50, "repeats": 3}
 # 2-core machine. BERT runs as bert-base-mlm (128 tokens, NVIDIA's pre-training phase 1) rather than at 384.
 QUICK_SUITE: tuple[dict[str, Any], ...] = (
     {"workload": "resnet50", "batch_size": 2, "seq_len": None},
-    {"workload": "bert-base-mlm", "batch_size": 2, "seq_len": None},
+    {"workload": "bert-base-mlm", "batch_size": 1, "seq_len": None},
 )
-QUICK_STEPS = {"warmup": 1, "steps": 3, "repeats": 2}
+QUICK_STEPS = {"warmup": 1, "steps": 2, "repeats": 2}
 # `--tiny` (smoke test) uses the tiny flavour of each workload with this many steps.
 TINY_STEPS = {"warmup": 2, "steps": 5, "repeats": 2}
 
@@ -281,7 +281,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     else:
         suite = [dict(item) for item in QUICK_SUITE]
     if quick:
-        notes.append(f"quick suite: {device} has no GPU, so dlbench runs a short CPU suite "
+        notes.append(f"quick suite: no CUDA GPU here, so dlbench runs a short suite on {device} "
                      f"({', '.join(item['workload'] for item in suite)}; fp32, eager, small batches, "
                      f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
                      "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
