@@ -60,6 +60,23 @@ def test_tiny_run_writes_the_document(tmp_path, isolated_home):
     assert result["status"] == "ok" and result["samples_per_s"] > 0 and result["flavour"] == "tiny"
     assert "resnet50" in proc.stdout and "samples/s" in proc.stdout  # the table
     assert "Traceback" not in proc.stderr
+    from dlbench.store import open_store
+
+    with open_store() as store:  # stored in the results database too, raw step times intact
+        assert store.resolve("latest") == doc["run_id"]
+        assert store.get_run(doc["run_id"])["results"][0]["repeats"] == result["repeats"]
+
+
+def test_unusable_database_keeps_the_json_and_warns(tmp_path, isolated_home):
+    bad_db = tmp_path / "not-a-db.sqlite"
+    bad_db.write_bytes(b"this is not a database file at all" * 100)
+    before = bad_db.read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", *FAST, "-w", "resnet50", "--quiet",
+                           "--db", f"sqlite:///{bad_db}"], capture_output=True, text=True, timeout=300, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "run not stored in the database" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(list((isolated_home / "results").glob("*.json"))) == 1  # the run itself is kept
+    assert bad_db.read_bytes() == before  # and the foreign file is untouched
 
 
 BAD_INPUTS = [

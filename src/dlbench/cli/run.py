@@ -3,7 +3,7 @@
 Exercised by `dlbench run` (default suite for the device found), `dlbench run -w resnet50 -p amp-fp16 -c default`,
 `dlbench run --tiny` (smoke test). The flow: validate the options here, plan in a child process
 (`runner.probe`), measure each configuration in its own child (`runner.sweep`), then build the result document
-(`runner.document`) and hand it to `finish_run`, which saves it. Exit codes: 0 every configuration ok or skipped,
+(`runner.document`) and hand it to `RunSaver.save`, which writes the JSON and stores it in the database. Exit codes: 0 every configuration ok or skipped,
 1 some configuration failed (oom/error/timeout; the document is still written), 2 bad input, 130 interrupted
 (Ctrl-C; what was measured is written), 143 terminated (SIGTERM; same).
 """
@@ -17,6 +17,7 @@ from typing import Any
 
 import typer
 
+from dlbench.cli._common import db_option
 from dlbench.runner.plan import DEFAULT_TIMEOUT_S, MAX_AUTOTUNE_TIMEOUT_S
 from dlbench.runner.thermal import DEFAULT_MAX_START_TEMP_C, DEFAULT_MAX_WAIT_S
 
@@ -24,16 +25,52 @@ EXIT_FAILED = 1
 FAILED_STATUSES = ("oom", "error", "timeout")
 
 
-def finish_run(document: dict[str, Any], json_path: Path | None = None) -> list[Path]:
-    """The one place a finished (or interrupted) run's document is handed on: saved as
-    `results_dir()/<run_id>.json` and at `json_path` if given. Returns the paths written."""
-    from dlbench import paths
-    from dlbench.jsonio import write_json_atomic
+class RunSaver:
+    """Hands a finished (or interrupted) run's document on: the JSON file first (always), then the database.
 
-    written = [write_json_atomic(paths.results_dir() / f"{document['run_id']}.json", document)]
-    if json_path is not None:
-        written.append(write_json_atomic(json_path, document))
-    return written
+    `save` is called after every configuration and once at the end, so an interrupted sweep keeps what it
+    measured; the store replaces the run's earlier partial copy (same run_id) in one transaction. A database
+    that cannot be used (corrupt file, unreachable server, SQLAlchemy missing) never loses the run: the JSON is
+    on disk already, a warning says so once, and `dlbench results import` can load it later.
+    """
+
+    def __init__(self, db_url: str | None = None, on_warning=None) -> None:
+        self.db_url = db_url
+        self.on_warning = on_warning
+        self._store = None
+        self._failed = False
+
+    def save(self, document: dict[str, Any], json_path: Path | None = None) -> list[Path]:
+        from dlbench import paths
+        from dlbench.jsonio import write_json_atomic
+
+        written = [write_json_atomic(paths.results_dir() / f"{document['run_id']}.json", document)]
+        if json_path is not None:
+            written.append(write_json_atomic(json_path, document))
+        if not self._failed:
+            self._save_to_store(document, written[0])
+        return written
+
+    def _save_to_store(self, document: dict[str, Any], json_file: Path) -> None:
+        from dlbench.errors import BadInput
+
+        try:
+            if self._store is None:
+                from dlbench.store import open_store
+
+                self._store = open_store(self.db_url)
+            self._store.save_run(document)
+        except (ImportError, BadInput) as exc:
+            self._failed = True
+            reason = exc.message if isinstance(exc, BadInput) else f"{exc} (install dlbench's dependencies)"
+            if self.on_warning is not None:
+                self.on_warning(f"warning: run not stored in the database: {reason}; the result is in {json_file} "
+                                "(`dlbench results import` loads it later)")
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 def check_writable(path: Path) -> None:
@@ -94,11 +131,12 @@ def run(
         None, "--gpus", help="Data-parallel device counts to measure each configuration at, e.g. 1,2,4, or 'all' "
         "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
         "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
+    db: str | None = db_option(),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
 
     Each configuration runs in its own child process; the result document is saved in the dlbench data
-    directory (and at --json PATH).
+    directory (and at --json PATH) and stored in the results database (`dlbench results list`).
     """
     from dlbench.cli._common import console
     from dlbench.errors import BadInput
@@ -119,19 +157,24 @@ def run(
     from dlbench.runner.distributed import detect
 
     dist_env = detect()
-    if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
-        from dlbench.runner.joined import run_joined
-
-        raise typer.Exit(run_joined(options, dist_env, err, out, json_path, quiet, finish_run))
+    saver = RunSaver(db, on_warning=lambda line: err.print(line, style="yellow", highlight=False, markup=False))
     try:
-        code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait)
+        if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
+            from dlbench.runner.joined import run_joined
+
+            code = run_joined(options, dist_env, err, out, json_path, quiet, saver.save)
+        else:
+            code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait, saver.save)
     except KeyboardInterrupt:  # a second Ctrl-C outside the sweep (which handles the first itself)
         err.print("interrupted")
         code = 130
+    finally:
+        saver.close()
     raise typer.Exit(code)
 
 
-def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float) -> int:
+def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float,
+         finish_run) -> int:
     from dlbench.report.table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.probe import probe_in_child

@@ -293,13 +293,13 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
         # The workload decides the length when none is given (its default, or the tiny flavour's).
         explicit_seq_len = options.seq_len or spec["seq_len"]
         auto_batch = options.batch_size == "auto"
-        if isinstance(options.batch_size, int):
-            batch = options.batch_size
-        elif spec["batch_size"] is not None:
-            batch = spec["batch_size"]
-        else:
-            batch = int(workload.default_batch_size(memory, flavour))
         for precision in precisions:
+            if isinstance(options.batch_size, int):
+                batch = options.batch_size
+            elif spec["batch_size"] is not None:
+                batch = spec["batch_size"]
+            else:  # mixed precision halves activation memory: the GPU default doubles (methodology table)
+                batch = int(workload.default_batch_size(memory, flavour, precision=precision))
             for mode in compile_modes:
                 config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
                                    seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
