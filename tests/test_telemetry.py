@@ -339,3 +339,10 @@ def test_a_broken_nvml_never_breaks_the_measurement():
     sampler.start()  # must not raise
     block = sampler.stop()
     assert block["available"] is False and "driver went away" in block["reason"]
+
+
+@pytest.mark.parametrize("torch_uuid", ["bbbbbbbb-1111", "BBBBBBBB1111", "GPU-bbbbbbbb-1111"])
+def test_torch_uuid_spellings_match_nvml(torch_uuid):
+    # torch's _CUuuid prints 8-4-4-4-12 hex without a prefix; NVML says "GPU-" + the same groups.
+    match = resolve_cuda_device(FakeNvml(GPUS), 0, torch_uuid=torch_uuid, environ={})
+    assert (match.nvml_index, match.uuid) == (1, "GPU-bbbbbbbb-1111")
