@@ -167,8 +167,8 @@ EOF
 
 step_gpu_tests() {
   local rc=0
-  "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_measure.py tests/test_telemetry.py \
-    tests/test_workloads.py tests/test_doctor.py || rc=$?
+  "$PY" -m pytest -q -m gpu -p no:cacheprovider -rs tests/test_measure.py tests/test_telemetry.py \
+    tests/test_catalog.py tests/test_multigpu_gpu.py || rc=$?
   echo "gpu tests exit code $rc (5 = none collected)"
 }
 
