@@ -189,7 +189,7 @@ def test_tiny_bert_records_sdpa_attention():
     result = measure(
         RunConfig("bert-base-squad", flavour="tiny", batch_size=2, warmup_steps=0, steps=1, repeats=1)
     )
-    assert result["seq_len"] == 32 and result["precision_flags"]["attention"] == "sdpa"
+    assert result["seq_len"] == 32 and result["precision_flags"]["attention"] == "sdpa_no_mask"
 
 
 def test_capability_reasons_on_cpu():
@@ -306,7 +306,7 @@ def test_cuda_compiled_modes(mode):
     result = measure(config)
     assert result["compile_time_s"] > max(t for r in result["repeats"] for t in r["step_times_s"])
     assert not result["warnings"]
-    assert result["precision_flags"]["attention"] == "sdpa"
+    assert result["precision_flags"]["attention"] == "sdpa_no_mask"
     assert result["precision_flags"]["cuda_graphs"] is (mode == "reduce-overhead")
     if mode == "reduce-overhead":
         assert result["precision_flags"]["cuda_graph_skips"] == 0

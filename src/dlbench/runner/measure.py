@@ -431,7 +431,7 @@ def _measure(
 
 
 def _attention_impl(model: Any) -> str | None:
-    """The attention implementation transformers actually chose (e.g. "sdpa"), if the model has one."""
+    """The attention implementation transformers actually chose (e.g. "sdpa_no_mask"), if the model has one."""
     for module in model.modules():
         config = getattr(module, "config", None)
         impl = getattr(config, "_attn_implementation", None)
