@@ -40,7 +40,7 @@ export DLBENCH_HOME="${DLBENCH_HOME:-/tmp/dlbench-plan-home}"  # the store of th
 # step name | expected minutes on an H100 SXM 80GB (estimates, not measurements) | what it runs
 STEPS=(
   "setup|1.5|versions, nvidia-smi, dlbench doctor --json, tiny smoke run of every workload on the GPU"
-  "gpu-tests|3|pytest -m gpu (CUDA events, memory, compile default/reduce-overhead, NVML telemetry)"
+  "gpu-tests|3|pytest -m gpu (CUDA events, memory, compile default/reduce-overhead, NVML), engine CPU tests"
   "resnet50-eager|5|resnet50 x tf32, amp-fp16, amp-bf16 x eager"
   "resnet50-compile-tf32|4|resnet50 x tf32 x compile default (cold compile)"
   "resnet50-compile-amp|4|resnet50 x amp-fp16 x compile default (cold compile)"
@@ -170,6 +170,11 @@ step_gpu_tests() {
   "$PY" -m pytest -q -m gpu -p no:cacheprovider -rs tests/test_measure.py tests/test_telemetry.py \
     tests/test_catalog.py tests/test_multigpu_gpu.py || rc=$?
   echo "gpu tests exit code $rc (5 = none collected)"
+  # The CPU tests of the engine too: they check the GPU image's torch / transformers / typer versions.
+  rc=0
+  "$PY" -m pytest -q -m "not gpu" -p no:cacheprovider tests/test_workloads.py tests/test_measure.py \
+    tests/test_h100_collect.py tests/test_cli_basics.py || rc=$?
+  echo "engine CPU tests on this image: exit code $rc"
 }
 
 run_step() {
