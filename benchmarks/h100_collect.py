@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from dlbench.catalog import lookup, peak_flops_per_s
@@ -40,10 +41,15 @@ def _gpu(doc: dict[str, Any]) -> tuple[str | None, Any]:
     return name, lookup(name, gpus[0].get("memory_bytes")) if name else None
 
 
-def collect(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per ok result of `docs`, with MFU, speed-ups and the published ratio (None where unknown)."""
+def collect(docs: list[dict[str, Any]], sources: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per ok result of `docs`, with MFU, speed-ups and the published ratio (None where unknown).
+
+    `sources` names each document (its file) in the rows' `source`; speed-up partners are looked for in the
+    same document first, then in all of them (the plan puts tf32 and AMP compiled runs in separate steps).
+    """
     rows: list[dict[str, Any]] = []
-    for doc in docs:
+    for number, doc in enumerate(docs):
+        source = sources[number] if sources else str(number)
         gpu_name, spec = _gpu(doc)
         for result in doc.get("results", []):
             if result.get("status") != "ok" or not result.get("samples_per_s"):
@@ -65,6 +71,7 @@ def collect(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "compile_time_s": result.get("compile_time_s"),
                 "mfu": per_gpu * flops / peak if peak and flops else None,
                 "gpu": spec.name if spec is not None else gpu_name,
+                "source": source,
                 "_canonical": spec.name if spec is not None else None,
                 "_tiny": result.get("flavour") == "tiny",
             })
@@ -85,15 +92,24 @@ def _speedups(rows: list[dict[str, Any]]) -> None:
     def key(row: dict[str, Any], *fields: str) -> tuple:
         return (row["gpu"], row["workload"], row["seq_len"], row["world_size"]) + tuple(row[f] for f in fields)
 
-    eager = {key(r, "precision", "batch_size"): r["samples_per_s"] for r in rows if r["compile"] == "off"}
+    eager: dict[tuple, float] = {}
     by_precision: dict[tuple, dict[str, float]] = {}
+    for r in rows:  # first the partner in the same document, then the first one anywhere
+        for scope in (r["source"], None):
+            if r["compile"] == "off":
+                eager.setdefault(key(r, "precision", "batch_size") + (scope,), r["samples_per_s"])
+            by_precision.setdefault(key(r, "compile") + (scope,), {}).setdefault(r["precision"], r["samples_per_s"])
+
+    def find(table: dict[tuple, Any], k: tuple, source: str) -> Any:
+        return table.get(k + (source,)) or table.get(k + (None,))
+
     for r in rows:
-        by_precision.setdefault(key(r, "compile"), {}).setdefault(r["precision"], r["samples_per_s"])
-    for r in rows:
-        base = eager.get(key(r, "precision", "batch_size")) if r["compile"] != "off" else None
+        base = find(eager, key(r, "precision", "batch_size"), r["source"]) if r["compile"] != "off" else None
         r["compile_speedup"] = r["samples_per_s"] / base if base else None
-        partners = by_precision.get(key(r, "compile"), {})
-        reference = partners.get("tf32") or partners.get("fp32")
+        same_doc = by_precision.get(key(r, "compile") + (r["source"],), {})
+        anywhere = by_precision.get(key(r, "compile") + (None,), {})
+        reference = (same_doc.get("tf32") or same_doc.get("fp32") or anywhere.get("tf32")
+                     or anywhere.get("fp32"))
         r["amp_speedup"] = r["samples_per_s"] / reference if r["precision"] in AMP and reference else None
 
 
@@ -129,13 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", help="result documents (dlbench run --json) to tabulate")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of Markdown")
     args = parser.parse_args(argv)
-    docs = []
+    docs, sources = [], []
     for path in args.paths:
         try:
             docs.append(load_document(path))
         except Exception as exc:  # noqa: BLE001 - say which file and go on with the others
             print(f"skipping {path}: {exc}", file=sys.stderr)
-    rows = collect(docs)
+            continue
+        sources.append(Path(path).stem)
+    rows = collect(docs, sources)
     print(json.dumps(rows, indent=2) if args.json else markdown(rows))
     return 0 if rows else 1
 

@@ -79,3 +79,14 @@ def test_markdown_table_and_cli(collect_module, tmp_path, capsys):
     assert collect_module.main([*paths, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {r["precision"] for r in rows} == {"tf32", "amp-fp16", "amp-bf16"}
+
+
+def test_speedup_partners_prefer_the_same_document(collect_module):
+    first = make_document([make_result("resnet50", "tf32", "off", batch_size=256, step_time_s=0.20, seed=1),
+                           make_result("resnet50", "amp-fp16", "off", batch_size=512, step_time_s=0.25, seed=2)])
+    second = make_document([make_result("resnet50", "tf32", "off", batch_size=256, step_time_s=0.30, seed=3),
+                            make_result("resnet50", "amp-fp16", "off", batch_size=512, step_time_s=0.35, seed=4)])
+    rows = collect_module.collect([first, second], ["a", "b"])
+    tf32 = {r["source"]: r["samples_per_s"] for r in rows if r["precision"] == "tf32"}
+    for row in (r for r in rows if r["precision"] == "amp-fp16"):
+        assert row["amp_speedup"] == pytest.approx(row["samples_per_s"] / tf32[row["source"]])
