@@ -50,7 +50,7 @@ STEPS=(
   "bert-large-squad-compile-tf32|4|bert-large-squad x tf32 x compile default"
   "bert-large-squad-compile-amp|4|bert-large-squad x amp-fp16 x compile default"
   "bert-large-mlm-eager|4|bert-large-mlm seq 128 x tf32, amp-fp16, amp-bf16 x eager"
-  "bert-large-mlm-compile|5|bert-large-mlm seq 128 x amp-fp16, amp-bf16 x compile default"
+  "bert-large-mlm-compile|6|bert-large-mlm seq 128 x amp-fp16, amp-bf16 x compile default"
   "fp32-resnet50-bert-base|5|resnet50, bert-base-squad x fp32 (strict, TF32 off) x eager"
   "fp32-bert-large|5|bert-large-squad x fp32 x eager"
   "auto-resnet50|7|resnet50 amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
@@ -63,7 +63,7 @@ STEPS=(
 # Device sessions (30 minutes of device time each, a machine start included): one line per command.
 SESSIONS=(
   "session 1: setup gpu-tests | resnet50-eager bert-large-mlm-eager | resnet50-compile-tf32 resnet50-compile-amp"
-  "session 2: bert-large-squad-eager bert-large-squad-compile-tf32 | bert-large-squad-compile-amp bert-large-mlm-compile | fp32-bert-large"
+  "session 2: bert-large-squad-eager bert-large-squad-compile-tf32 | bert-large-squad-compile-amp fp32-bert-large | bert-large-mlm-compile"
   "session 3: bert-base-squad-eager bert-base-squad-compile | fp32-resnet50-bert-base | auto-resnet50"
   "session 4: auto-bert-base-squad | auto-bert-large-squad | auto-bert-large-mlm"
   "session 5 (optional): cuda-graphs"
