@@ -19,8 +19,10 @@
 #     sqlalchemy==2.1.9 alembic==1.20.1 mako==1.4.3 platformdirs==4.14.7
 # (one version of each; /work/main/.whl already holds these four). Every step installs them into /tmp/site.
 #
-# Budget: each step's run is wrapped in `timeout -s INT` (PLAN_STEP_LIMIT_S, default 560 s), so a step that
-# runs long is interrupted like Ctrl-C and still writes the partial result JSON before the device's 600 s kill.
+# Budget: each step's run is wrapped in `timeout -s INT` (PLAN_STEP_LIMIT_S, default 560 s, and never past
+# PLAN_COMMAND_LIMIT_S, default 580 s, counted from the start of this invocation), so a step that runs long is
+# interrupted like Ctrl-C and still writes the partial result JSON before the device's 600 s kill; a step with
+# under a minute left is not started.
 # Every compiled configuration compiles cold (measure.py uses fresh Inductor/Triton caches), so compile steps
 # hold at most two compiled configurations. The GPU cooling wait is capped at PLAN_MAX_WAIT_S (default 45 s)
 # per configuration instead of 300 s: the start temperature is recorded in every result either way.
@@ -30,6 +32,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DRY="${DLBENCH_PLAN_DRY:-0}"
 PY="${PLAN_PYTHON:-python3}"
 STEP_LIMIT_S="${PLAN_STEP_LIMIT_S:-560}"
+COMMAND_LIMIT_S="${PLAN_COMMAND_LIMIT_S:-580}"  # all steps of one invocation together (device: 600 s)
+START_EPOCH="$(date +%s)"
 CONFIG_TIMEOUT_S="${PLAN_CONFIG_TIMEOUT_S:-420}"
 MAX_WAIT_S="${PLAN_MAX_WAIT_S:-45}"
 if [[ "$DRY" == "1" ]]; then
@@ -130,9 +134,15 @@ dlbench_run() {
     args+=(--device cuda --max-wait "$MAX_WAIT_S")
   fi
   args+=(--timeout "$CONFIG_TIMEOUT_S" --quiet --json "$OUT/$step.json")
-  echo "+ dlbench run ${args[*]}"
+  local left=$((COMMAND_LIMIT_S - ($(date +%s) - START_EPOCH)))
+  local limit=$((left < STEP_LIMIT_S ? left : STEP_LIMIT_S))
+  if ((limit < 60)); then
+    echo "step $step: not started, only ${left} s left of this command's ${COMMAND_LIMIT_S} s"
+    return 0
+  fi
+  echo "+ dlbench run ${args[*]}   (interrupted after ${limit} s)"
   local rc=0
-  timeout -s INT -k 30 "$STEP_LIMIT_S" "$PY" -m dlbench run "${args[@]}" || rc=$?
+  timeout -s INT -k 30 "$limit" "$PY" -m dlbench run "${args[@]}" || rc=$?
   echo "step $step: dlbench run exit code $rc (0 ok, 1 some configuration failed, 130 interrupted at the limit)"
   return 0
 }
