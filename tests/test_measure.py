@@ -189,7 +189,7 @@ def test_tiny_bert_records_sdpa_attention():
     result = measure(
         RunConfig("bert-base-squad", flavour="tiny", batch_size=2, warmup_steps=0, steps=1, repeats=1)
     )
-    assert result["seq_len"] == 32 and result["precision_flags"]["attention"] == "sdpa"
+    assert result["seq_len"] == 32 and result["precision_flags"]["attention"] == "sdpa_no_mask"
 
 
 def test_capability_reasons_on_cpu():
@@ -306,4 +306,46 @@ def test_cuda_compiled_modes(mode):
     result = measure(config)
     assert result["compile_time_s"] > max(t for r in result["repeats"] for t in r["step_times_s"])
     assert not result["warnings"]
-    assert result["precision_flags"]["attention"] == "sdpa"
+    assert result["precision_flags"]["attention"] == "sdpa_no_mask"
+    assert result["precision_flags"]["cuda_graphs"] is (mode == "reduce-overhead")
+    if mode == "reduce-overhead":
+        assert result["precision_flags"]["cuda_graph_skips"] == 0
+        assert result["peak_memory_bytes"] > 0
+
+
+def test_cuda_graph_modes_mark_each_step_and_widen_the_memory_window(monkeypatch):
+    """reduce-overhead / max-autotune on CUDA: every step starts with cudagraph_mark_step_begin, and the
+    peak-memory window covers the graph recording (replays allocate nothing)."""
+    from dlbench.runner import measure as m
+    from dlbench.runner.precision import apply_precision
+
+    assert m.uses_cuda_graphs("reduce-overhead", "cuda") and m.uses_cuda_graphs("max-autotune", "cuda")
+    assert not m.uses_cuda_graphs("default", "cuda") and not m.uses_cuda_graphs("reduce-overhead", "cpu")
+    assert m.peak_memory_scope("reduce-overhead", "cuda").startswith("compile")
+    assert m.peak_memory_scope("default", "cuda") == "measured steps"
+
+    marks = []
+    monkeypatch.setattr(m, "_step_begin_marker", lambda: (lambda: marks.append("begin")))
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_model = lambda x: model(x).sum()  # noqa: E731 - a tiny stand-in for a workload's loss module
+    for precision in ("fp32", "amp-fp16"):
+        setup = apply_precision(precision, torch.device("cpu"))
+        step = m.make_train_step(loss_model, optimizer, (torch.ones(2, 4),), setup, cuda_graphs=True)
+        marks.clear()
+        step()
+        step()
+        assert marks == ["begin", "begin"]
+        plain = m.make_train_step(loss_model, optimizer, (torch.ones(2, 4),), setup)
+        marks.clear()
+        plain()
+        assert marks == []
+
+
+def test_cpu_run_records_no_cuda_graphs():
+    config = RunConfig("resnet50", flavour="tiny", batch_size=2, warmup_steps=1, steps=2, repeats=1)
+    flags = measure(config)["precision_flags"]
+    assert flags["cuda_graphs"] is False and flags["peak_memory_scope"] == "measured steps"
+    assert "cuda_graph_skips" not in flags

@@ -339,3 +339,29 @@ def test_a_broken_nvml_never_breaks_the_measurement():
     sampler.start()  # must not raise
     block = sampler.stop()
     assert block["available"] is False and "driver went away" in block["reason"]
+
+
+@pytest.mark.parametrize("torch_uuid", ["bbbbbbbb-1111", "BBBBBBBB1111", "GPU-bbbbbbbb-1111"])
+def test_torch_uuid_spellings_match_nvml(torch_uuid):
+    # torch's _CUuuid prints 8-4-4-4-12 hex without a prefix; NVML says "GPU-" + the same groups.
+    match = resolve_cuda_device(FakeNvml(GPUS), 0, torch_uuid=torch_uuid, environ={})
+    assert (match.nvml_index, match.uuid) == (1, "GPU-bbbbbbbb-1111")
+
+
+@pytest.mark.gpu
+def test_real_nvml_sampler_finds_the_cuda_device_by_uuid():
+    """On an NVIDIA GPU: torch's device UUID matches NVML's, and a short load yields power and clocks."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("pynvml")
+    if not torch.cuda.is_available() or torch.version.hip is not None:
+        pytest.skip("needs an NVIDIA CUDA GPU")
+    sampler = create_sampler("cuda:0", interval_s=0.05)
+    a = torch.randn(4096, 4096, device="cuda")
+    sampler.start()
+    for _ in range(50):
+        a = (a @ a).clamp_(-1, 1)
+    torch.cuda.synchronize()
+    block = sampler.stop()
+    assert block["available"] is True, block.get("reason")
+    assert block["gpu"]["matched_by"] == "uuid"
+    assert block["num_samples"] >= 1 and block["power_mean_w"] > 0 and block["sm_clock_mean_mhz"] > 0

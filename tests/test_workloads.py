@@ -167,6 +167,36 @@ def test_full_size_models_match_the_published_architectures():
         16,
         28996,
     )
-    assert large._attn_implementation == "sdpa"
+    assert large._attn_implementation == "sdpa_no_mask"
     # BERT-large cased encoder is about 333 M parameters (334 M with the QA head's 2 outputs).
     assert 330e6 < params("bert-large-squad") < 336e6
+
+
+def test_bert_attention_is_sdpa_without_a_mask_even_when_traced(monkeypatch):
+    """transformers 5.17 builds an all-ones mask whenever it is traced (torch.compile), which rules out the
+    flash kernel; dlbench's attention name has no mask builder, so no mask is built, traced or not."""
+    import torch
+    import torch.nn.functional as F
+    import transformers.masking_utils as masking
+    from transformers.masking_utils import create_bidirectional_mask
+
+    workload = registry.get("bert-base-mlm")
+    config = RunConfig("bert-base-mlm", flavour="tiny", device="cpu")
+    bert_config = workload.bert_config(config)
+    embeds = torch.zeros(2, 32, bert_config.hidden_size)
+    monkeypatch.setattr(masking, "is_tracing", lambda *args: True)  # what 5.17 sees under TorchDynamo
+    monkeypatch.setattr(masking, "is_torchdynamo_exporting", lambda: True, raising=False)
+    assert create_bidirectional_mask(config=bert_config, inputs_embeds=embeds, attention_mask=None) is None
+    monkeypatch.undo()
+
+    calls = []
+    real_sdpa = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("attn_mask", args[3] if len(args) > 3 else None) is None)
+        return real_sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
+    model = workload.build_model(config)
+    model(*workload.make_inputs(config, 2, torch.Generator().manual_seed(0))).backward()
+    assert calls and all(calls)  # one SDPA call per layer, none with a mask

@@ -13,7 +13,12 @@ Order of events (README "Methodology" says why):
    Inductor and Triton compile into fresh cache directories (`compile_cache`): a cold compile every time.
 3. `warmup_steps` steps, each timed, kept apart (`warmup_step_times_s`).
 4. peak-memory counter reset; sampler started; `repeats` times: synchronise, `sync()`, time `steps` steps,
-   synchronise, `sync()`. Sampler stopped.
+   synchronise, `sync()`. Sampler stopped. With CUDA graphs (`reduce-overhead`, `max-autotune` on CUDA) the
+   counter is reset before the compile steps instead: graph replays allocate nothing, so only the recording
+   (a compile step) shows the memory the graphs hold (`precision_flags["peak_memory_scope"]` says which).
+CUDA graphs: each step begins with `torch.compiler.cudagraph_mark_step_begin()`, so the graph trees know where
+one training iteration ends whatever the optimizer and GradScaler do between graphs; graphs Inductor skipped
+(and why, in its log) are counted into a warning and `precision_flags["cuda_graph_skips"]`.
 Per-step timing: on CUDA one `torch.cuda.Event` is recorded at every step boundary and the host synchronises
 only once at the end of the repeat, so timing adds no synchronisation the training loop would not have; on MPS
 `torch.mps.synchronize()` precedes every `time.perf_counter()` read; on a CPU `perf_counter` alone.
@@ -139,14 +144,32 @@ def _timed_steps(
     return clock.durations(marks)
 
 
-def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Callable[[], None]:
-    """One training step on the fixed batch: forward (under autocast), backward, optimizer step, zero grads."""
+# torch.compile modes that record CUDA graphs on a CUDA device ("max-autotune" sets triton.cudagraphs too).
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def uses_cuda_graphs(compile_mode: str, device_type: str) -> bool:
+    """Whether `torch.compile(mode=compile_mode)` records CUDA graphs on this device type."""
+    return device_type == "cuda" and compile_mode in CUDA_GRAPH_MODES
+
+
+def make_train_step(
+    model: Any, optimizer: Any, inputs: tuple, setup: Any, cuda_graphs: bool = False
+) -> Callable[[], None]:
+    """One training step on the fixed batch: forward (under autocast), backward, optimizer step, zero grads.
+
+    `cuda_graphs`: mark the start of each step for CUDA graph trees (`torch.compiler.cudagraph_mark_step_begin`),
+    which then free the previous step's graph outputs and replay from the top of the tree.
+    """
     scaler = setup.scaler
     autocast = setup.autocast
+    begin = _step_begin_marker() if cuda_graphs else None
 
     if scaler is None:
 
         def step() -> None:
+            if begin is not None:
+                begin()
             with autocast():
                 loss = model(*inputs)
             loss.backward()
@@ -156,6 +179,8 @@ def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Ca
     else:
 
         def step() -> None:
+            if begin is not None:
+                begin()
             with autocast():
                 loss = model(*inputs)
             scaler.scale(loss).backward()
@@ -164,6 +189,12 @@ def make_train_step(model: Any, optimizer: Any, inputs: tuple, setup: Any) -> Ca
             optimizer.zero_grad(set_to_none=True)
 
     return step
+
+
+def _step_begin_marker() -> Callable[[], None]:
+    import torch
+
+    return torch.compiler.cudagraph_mark_step_begin  # torch >= 2.1
 
 
 def _default_inductor_cache() -> str:
@@ -234,6 +265,23 @@ def _compile_counters() -> int | None:
         return None
 
 
+def _cuda_graph_skips() -> int | None:
+    """Graphs Inductor compiled but ran without CUDA graphs (mutated inputs, CPU ops, dynamic shapes...)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["inductor"]["cudagraph_skips"])
+    except Exception:  # private API: its absence only loses a diagnostic
+        return None
+
+
+def peak_memory_scope(compile_mode: str, device_type: str) -> str:
+    """Which steps `peak_memory_bytes` covers (see the module docstring, step 4)."""
+    if uses_cuda_graphs(compile_mode, device_type):
+        return "compile, warm-up and measured steps (CUDA graph replays allocate nothing)"
+    return "measured steps"
+
+
 def measure(
     config: Any,
     progress: Callable[[str, int, int], None] | None = None,
@@ -290,12 +338,16 @@ def _measure(
     optimizer, optimizer_impl = workload.make_optimizer(model.parameters(), device)
     if config.compile != "off":
         model = torch.compile(model, mode=None if config.compile == "default" else config.compile)
-    step = make_train_step(model, optimizer, inputs, setup)
+    cuda_graphs = uses_cuda_graphs(config.compile, device.type)
+    step = make_train_step(model, optimizer, inputs, setup, cuda_graphs=cuda_graphs)
     clock = _clock(device)
+    skips_before = _cuda_graph_skips()
 
     compile_time_s = None
     if config.compile != "off":
         clock.synchronize()
+        if cuda_graphs:
+            _peak_memory_reset(device)
         start = time.perf_counter()
         for i in range(COMPILE_STEPS):
             step()
@@ -308,7 +360,8 @@ def _measure(
     warmup = _timed_steps(step, config.warmup_steps, clock, "warmup", progress)
 
     clock.synchronize()
-    _peak_memory_reset(device)
+    if not cuda_graphs:
+        _peak_memory_reset(device)
     repeats = []
     total = config.steps * config.repeats
     telemetry = None
@@ -332,6 +385,13 @@ def _measure(
     compiles_after = _compile_counters()
     if config.compile != "off" and compiles_before is not None and compiles_after != compiles_before:
         warnings.append("torch.compile recompiled after the compile steps: warm-up/measured steps include it")
+    skips_after = _cuda_graph_skips()
+    graph_skips = None
+    if cuda_graphs and skips_before is not None and skips_after is not None:
+        graph_skips = skips_after - skips_before
+        if graph_skips:
+            warnings.append(f"CUDA graphs skipped for {graph_skips} compiled graph(s): those ran without graphs "
+                            "(TORCH_LOGS=cudagraphs says why)")
 
     try:
         flops = flops_per_sample(config.workload, config.flavour, workload.seq_len(config))
@@ -346,8 +406,12 @@ def _measure(
             "optimizer": type(optimizer).__name__,
             "optimizer_impl": optimizer_impl,
             "compile_mode": config.compile,
+            "cuda_graphs": cuda_graphs,
+            "peak_memory_scope": peak_memory_scope(config.compile, device.type),
         }
     )
+    if graph_skips is not None:
+        flags["cuda_graph_skips"] = graph_skips
     attention = _attention_impl(model)
     if attention is not None:
         flags["attention"] = attention
@@ -367,7 +431,7 @@ def _measure(
 
 
 def _attention_impl(model: Any) -> str | None:
-    """The attention implementation transformers actually chose (e.g. "sdpa"), if the model has one."""
+    """The attention implementation transformers actually chose (e.g. "sdpa_no_mask"), if the model has one."""
     for module in model.modules():
         config = getattr(module, "config", None)
         impl = getattr(config, "_attn_implementation", None)

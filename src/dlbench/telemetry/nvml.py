@@ -265,9 +265,11 @@ def open_nvml() -> Nvml:
 
 
 def normalize_uuid(uuid: str) -> str:
-    """`GPU-5A5C...` (NVML), `5a5c...` (torch) → `5a5c...`: lower case, no `GPU-` prefix."""
+    """`GPU-5A5C0E2B-...` (NVML), `5a5c0e2b-...` (torch's `_CUuuid`) → `5a5c0e2b...`: lower case, no `GPU-`
+    prefix, no dashes (so a grouping difference between the two spellings can never break a match)."""
     text = str(uuid).strip().lower()
-    return text[4:] if text.startswith("gpu-") else text
+    text = text[4:] if text.startswith("gpu-") else text
+    return text.replace("-", "")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,162 @@
+"""Turn the H100 plan's result documents into issue 7's table (Markdown, or JSON rows).
+
+Exercise it with `PYTHONPATH=src python benchmarks/h100_collect.py benchmarks/results/h100/*.json`
+(`--json` prints the rows instead of the table).
+
+One row per `ok` result (the tiny smoke run and the `auto-*` search steps included, marked by their batch
+size). Columns:
+- samples/s and CV across repeats, as measured;
+- MFU = samples/s x FLOPs per sample / dense peak FLOP/s of the GPU for the precision, from the catalogue
+  (`dlbench.catalog.peak_flops_per_s`: TF32 / FP16 / BF16 tensor, non-tensor FP32 for fp32);
+- compile speed-up = samples/s of this compiled result / the eager result of the same workload, sequence
+  length, precision and batch size (blank for eager rows or without an eager partner);
+- AMP speed-up = samples/s of this AMP result / the tf32 result (fp32 where no tf32) of the same workload,
+  sequence length and compile mode; batch sizes may differ (AMP's default batch is twice the tf32 one);
+- vs published = samples/s / the median published single-GPU figure for the same GPU, workload, sequence
+  length and precision (`dlbench.reference.median_for`; blank where none is published).
+No torch is imported; the documents are validated with `dlbench.store.documents.load_document`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dlbench.catalog import lookup, peak_flops_per_s
+from dlbench.reference import median_for
+from dlbench.store.documents import load_document
+
+AMP = ("amp-fp16", "amp-bf16")
+
+
+def _gpu(doc: dict[str, Any]) -> tuple[str | None, Any]:
+    """(name torch reported, catalogue spec or None) of the document's first GPU."""
+    gpus = (doc.get("environment") or {}).get("gpus") or []
+    if not gpus:
+        return None, None
+    name = gpus[0].get("name")
+    return name, lookup(name, gpus[0].get("memory_bytes")) if name else None
+
+
+def collect(docs: list[dict[str, Any]], sources: list[str] | None = None) -> list[dict[str, Any]]:
+    """One row per ok result of `docs`, with MFU, speed-ups and the published ratio (None where unknown).
+
+    `sources` names each document (its file) in the rows' `source`; speed-up partners are looked for in the
+    same document first, then in all of them (the plan puts tf32 and AMP compiled runs in separate steps).
+    """
+    rows: list[dict[str, Any]] = []
+    for number, doc in enumerate(docs):
+        source = sources[number] if sources else str(number)
+        gpu_name, spec = _gpu(doc)
+        for result in doc.get("results", []):
+            if result.get("status") != "ok" or not result.get("samples_per_s"):
+                continue
+            precision = result["precision"]
+            world = result.get("world_size") or 1
+            per_gpu = result["samples_per_s"] / world
+            peak = peak_flops_per_s(spec, precision) if spec is not None else None
+            flops = result.get("flops_per_sample")
+            rows.append({
+                "workload": result["workload"] + (" [tiny]" if result.get("flavour") == "tiny" else ""),
+                "seq_len": result.get("seq_len"),
+                "precision": precision,
+                "compile": result["compile"],
+                "batch_size": result["batch_size"],
+                "world_size": world,
+                "samples_per_s": result["samples_per_s"],
+                "cv": result.get("cv"),
+                "compile_time_s": result.get("compile_time_s"),
+                "mfu": per_gpu * flops / peak if peak and flops else None,
+                "gpu": spec.name if spec is not None else gpu_name,
+                "source": source,
+                "_canonical": spec.name if spec is not None else None,
+                "_tiny": result.get("flavour") == "tiny",
+            })
+    _speedups(rows)
+    for row in rows:
+        published = None
+        if row["_canonical"] and not row["_tiny"]:
+            base = row["workload"]
+            published = median_for(row["_canonical"], base, row["precision"], row["seq_len"], row["world_size"])
+        row["published_samples_per_s"] = published
+        row["vs_published"] = row["samples_per_s"] / published if published else None
+    for row in rows:
+        del row["_canonical"], row["_tiny"]
+    return rows
+
+
+def _speedups(rows: list[dict[str, Any]]) -> None:
+    def key(row: dict[str, Any], *fields: str) -> tuple:
+        return (row["gpu"], row["workload"], row["seq_len"], row["world_size"]) + tuple(row[f] for f in fields)
+
+    eager: dict[tuple, float] = {}
+    by_precision: dict[tuple, dict[str, float]] = {}
+    for r in rows:  # first the partner in the same document, then the first one anywhere
+        for scope in (r["source"], None):
+            if r["compile"] == "off":
+                eager.setdefault(key(r, "precision", "batch_size") + (scope,), r["samples_per_s"])
+            by_precision.setdefault(key(r, "compile") + (scope,), {}).setdefault(r["precision"], r["samples_per_s"])
+
+    def find(table: dict[tuple, Any], k: tuple, source: str) -> Any:
+        return table.get(k + (source,)) or table.get(k + (None,))
+
+    for r in rows:
+        base = find(eager, key(r, "precision", "batch_size"), r["source"]) if r["compile"] != "off" else None
+        r["compile_speedup"] = r["samples_per_s"] / base if base else None
+        same_doc = by_precision.get(key(r, "compile") + (r["source"],), {})
+        anywhere = by_precision.get(key(r, "compile") + (None,), {})
+        reference = (same_doc.get("tf32") or same_doc.get("fp32") or anywhere.get("tf32")
+                     or anywhere.get("fp32"))
+        r["amp_speedup"] = r["samples_per_s"] / reference if r["precision"] in AMP and reference else None
+
+
+def _fmt(value: Any, pattern: str) -> str:
+    return "" if value is None else pattern.format(value)
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table issue 7 asks for (samples/s, MFU, compile and AMP speed-ups, CV, vs published)."""
+    head = ("| workload | seq | precision | compile | batch | samples/s | CV | MFU | compile speed-up | "
+            "AMP speed-up | compile time | published | vs published |")
+    lines = [head, "|" + "---|" * 13]
+    order = sorted(rows, key=lambda r: (r["workload"], r["seq_len"] or 0, r["precision"], r["compile"],
+                                        r["batch_size"]))
+    for r in order:
+        lines.append("| " + " | ".join([
+            r["workload"], _fmt(r["seq_len"], "{}"), r["precision"], r["compile"], str(r["batch_size"]),
+            f"{r['samples_per_s']:,.1f}", _fmt(r["cv"] * 100 if r["cv"] is not None else None, "{:.1f}%"),
+            _fmt(r["mfu"] * 100 if r["mfu"] is not None else None, "{:.1f}%"),
+            _fmt(r["compile_speedup"], "{:.2f}x"), _fmt(r["amp_speedup"], "{:.2f}x"),
+            _fmt(r["compile_time_s"], "{:.0f} s"), _fmt(r["published_samples_per_s"], "{:,.0f}"),
+            _fmt(r["vs_published"], "{:.2f}x"),
+        ]) + " |")
+    gpus = sorted({r["gpu"] for r in rows if r["gpu"]})
+    if gpus:
+        lines.append("")
+        lines.append(f"GPU: {', '.join(gpus)}. MFU against the catalogue's dense peak for the precision.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", help="result documents (dlbench run --json) to tabulate")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of Markdown")
+    args = parser.parse_args(argv)
+    docs, sources = [], []
+    for path in args.paths:
+        try:
+            docs.append(load_document(path))
+        except Exception as exc:  # noqa: BLE001 - say which file and go on with the others
+            print(f"skipping {path}: {exc}", file=sys.stderr)
+            continue
+        sources.append(Path(path).stem)
+    rows = collect(docs, sources)
+    print(json.dumps(rows, indent=2) if args.json else markdown(rows))
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
