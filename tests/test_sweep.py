@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.runner.batch_search import find_batch_size
+from dlbench.runner.batch_search import RESOLUTION, find_batch_size
 from dlbench.runner.config import RunConfig
 from dlbench.runner.plan import Plan, PlannedConfig
 from dlbench.runner.sweep import SweepObserver, run_sweep
@@ -111,10 +111,20 @@ def _fake_probe(limit: int, calls: list[int]):
 def test_batch_search_finds_the_largest_batch(limit, start):
     calls: list[int] = []
     search = find_batch_size(tiny("resnet50", batch_size=start), 60, run_probe=_fake_probe(limit, calls))
-    assert search.batch_size == limit
+    assert limit - max(1, int(limit * RESOLUTION)) <= search.batch_size <= limit  # within the resolution
     assert search.status == "ok"
     assert len(calls) == len(set(calls))  # never probes the same size twice
     assert search.info()["probes"][-1]["batch_size"] == calls[-1]
+
+
+def test_batch_search_stops_within_resolution_on_aligned_sizes():
+    calls: list[int] = []
+    search = find_batch_size(tiny("resnet50", batch_size=64), 60, run_probe=_fake_probe(1000, calls))
+    assert 1000 * (1 - RESOLUTION) <= search.batch_size <= 1000
+    assert len(calls) <= 9  # 64..1024 doubling (5 probes) + at most 4 bisection probes, not 9 more
+    assert all(c % 8 == 0 for c in calls)  # tensor-core friendly sizes from 64 up
+    small: list[int] = []
+    assert find_batch_size(tiny("resnet50", batch_size=8), 60, run_probe=_fake_probe(13, small)).batch_size == 13
 
 
 def test_batch_search_when_nothing_fits_or_a_probe_fails():
