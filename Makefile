@@ -21,7 +21,7 @@ run: install
 	$(BIN)/dlbench run
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
 
 test: install lint
 	$(BIN)/python -m pytest -q
