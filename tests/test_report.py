@@ -213,3 +213,23 @@ def test_comparison_and_report_never_import_torch(tmp_path):
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_mixed_precision_pairs_with_full_precision_at_its_own_default_batch():
+    # dlbench run doubles the default batch for AMP on a GPU (tf32 256, amp-fp16 512): the published benchmarks
+    # compare each precision at its own batch, and the report must still show the speed-up.
+    results = [make_result(precision="tf32", batch_size=256, step_time_s=0.3, seed=1),
+               make_result(precision="amp-fp16", batch_size=512, step_time_s=0.34, seed=2)]
+    [entry] = speedups(results)
+    assert entry["label"] == "amp-fp16 vs tf32"
+    assert (entry["batch_size"], entry["baseline_batch_size"]) == (512, 256)
+    assert entry["speedup"] == pytest.approx(results[1]["samples_per_s"] / results[0]["samples_per_s"])
+
+
+def test_mixed_precision_prefers_a_baseline_at_the_same_batch():
+    results = [make_result(precision="tf32", batch_size=512, step_time_s=0.6, seed=1),
+               make_result(precision="tf32", batch_size=256, step_time_s=0.31, seed=2),
+               make_result(precision="amp-fp16", batch_size=256, step_time_s=0.17, seed=3)]
+    [entry] = speedups(results)
+    assert entry["baseline_batch_size"] == 256
+    assert entry["speedup"] == pytest.approx(results[2]["samples_per_s"] / results[1]["samples_per_s"])

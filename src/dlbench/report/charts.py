@@ -153,8 +153,8 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
     panels = [(k, t) for k, t in panels if any(e["kind"] == k for e in entries)]
     counts = [sum(1 for e in entries if e["kind"] == k) for k, _ in panels]
     title = f"Speed-ups from torch.compile and mixed precision{_on(where)}"
-    caption = ("Throughput of each variant divided by its baseline in the same run (same workload, batch size "
-               "and GPU count); 1.0\u00d7 means no change.")
+    caption = ("Throughput of each variant divided by its baseline in the same run (same workload and GPU count; "
+               "the same batch size unless the label names two); 1.0\u00d7 means no change.")
     with _figure(1.0 + 0.36 * sum(counts) + 0.9 * len(panels), nrows=len(panels), ncols=1,
                  gridspec_kw={"height_ratios": [max(c, 1) for c in counts]}) as (fig, axes):
         for (kind, panel_title), row_axes in zip(panels, axes, strict=True):
@@ -187,6 +187,8 @@ def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
         variant, base = entry["label"].split(" vs ", 1)
         context = entry["context"].replace("compile=", "compile ")
         label += f" \u00b7 {fmt.precision_name(variant)} vs {fmt.precision_name(base)} \u00b7 {context}"
+        if entry.get("baseline_batch_size") not in (None, entry.get("batch_size")):
+            label += f" \u00b7 bs {entry['batch_size']} vs {entry['baseline_batch_size']}"
     if (entry.get("world_size") or 1) > 1:
         label += f" \u00b7 {entry['world_size']} GPUs"
     return f"{run_label}: {label}" if run_label else label
