@@ -181,8 +181,11 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
-        subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
-        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n)
+        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for this run's "
+                    "GPU. Batch sizes differ by source.")
+        same_gpu = {e["vs"]["gpu"] for e in entries if e["vs"]["gpu"]}
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n,
+                                     same_gpu=same_gpu)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",
