@@ -190,3 +190,12 @@ def test_cli_compare_missing_file_is_bad_input(tmp_path, capsys):
     code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "x.json"))
     assert code == 2
     assert "no such result file" in err and "Traceback" not in err
+
+
+def test_a_configuration_noisy_in_both_runs_gets_one_warning():
+    a = make_document([make_result()])
+    b = make_document([make_result()])
+    a["results"][0]["cv"], b["results"][0]["cv"] = 0.30, 0.12
+    noisy = [w for w in compare_documents(a, b)["warnings"] if "noisy" in w]
+    assert len(noisy) == 1
+    assert "A 30.0%" in noisy[0] and "B 12.0%" in noisy[0]
