@@ -17,6 +17,7 @@ from dlbench import __version__
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
+    not_comparable_reason,
     rank_among_published,
     result_gpu,
     vs_published_in,
@@ -155,8 +156,8 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            gpu = result_gpu(doc, r)
-            if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
+            gpu = result_gpu(doc, r) or {}
+            if not_comparable_reason(r, gpu.get("name")):
                 continue
             gpu_label = canonical_gpu(gpu.get("name"), gpu.get("memory_bytes")) or gpu.get("name")
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
