@@ -303,36 +303,46 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
 
     `series` come from `analysis.scaling.scaling_series`; points above one GPU are labelled with their scaling
     efficiency. Without a one-GPU result there is no ideal line (the efficiency is unknown, not guessed).
+    One panel per configuration, each with its own axis and unit: ResNet-50's images/s and BERT's sequences/s
+    differ tenfold, and on a shared axis the slower workload's curve would lie flat along the bottom.
     """
+    import math
+    import textwrap
+
     title = f"Multi-GPU scaling{_on(where)}"
     caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling (GPU count \u00d7 "
                "one-GPU throughput); labels: scaling efficiency (measured / ideal).")
-    with _figure(5.2) as (fig, axes):
-        ax = axes[0][0]
-        counts: set[int] = set()
-        for i, s in enumerate(series):
+    ncols = 1 if len(series) == 1 else 2
+    nrows = math.ceil(len(series) / ncols)
+    with _figure(1.0 + (3.8 if ncols == 1 else 3.5 * nrows), nrows=nrows, ncols=ncols) as (fig, axes):
+        flat = [ax for row in axes for ax in row]
+        for i, (s, ax) in enumerate(zip(series, flat, strict=False)):
             colour = SERIES[i % len(SERIES)]
             xs = [p["world_size"] for p in s["points"]]
-            counts.update(xs)
-            label = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
-                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
             ax.plot(xs, [p["samples_per_s"] for p in s["points"]], marker="o", color=colour, linewidth=2,
-                    label=label)
+                    label="measured")
             ideal = [(p["world_size"], p["ideal_samples_per_s"]) for p in s["points"]
                      if p.get("ideal_samples_per_s") is not None]
             if len(ideal) > 1:
-                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=colour, linewidth=1, alpha=0.7)
+                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=MUTED, linewidth=1.2, label="ideal")
             for p in s["points"]:
                 if p.get("scaling_efficiency") is not None:
                     ax.annotate(fmt.percent(p["scaling_efficiency"]), (p["world_size"], p["samples_per_s"]),
-                                textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
-        ax.set_xticks(sorted(counts))
-        ax.set_xlabel("number of GPUs")
-        ax.set_ylabel("training throughput (samples/s, all GPUs)")
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(_thousands())
-        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from one GPU")
-        ax.legend(loc="upper left")
+                                textcoords="offset points", xytext=(0, -16), ha="center", fontsize=8,
+                                color=colour, fontweight="bold")
+            ax.set_xticks(sorted(set(xs)))
+            ax.set_xlabel("number of GPUs")
+            ax.set_ylabel(f"{fmt.unit_of(s)}/s, all GPUs")
+            ax.set_ylim(bottom=0)
+            ax.margins(x=0.08)
+            ax.yaxis.set_major_formatter(_thousands())
+            panel = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
+                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
+            ax.set_title(textwrap.fill(panel, 34 if ncols > 1 else 80), fontsize=10.5, pad=6)
+            ax.legend(loc="upper left", fontsize=8)
+        for ax in flat[len(series):]:
+            ax.set_visible(False)
+        _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 
 
