@@ -59,7 +59,8 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
     out = console()
     if report["rows"]:
         out.print(compare_table(report))
-        out.print(f"[dim]B/A is the throughput ratio. Significance: {report['test']} (alpha {alpha:g}).[/dim]")
+        out.print(f"[dim]B/A is the throughput ratio. p: the larger of Welch's t-test and Mann-Whitney U on the "
+                  f"raw step times; significant when both are below alpha {alpha:g} (--json has both).[/dim]")
     else:
         out.print("No configuration was measured in both runs.")
     for side, labels in (("A", report["only_in_a"]), ("B", report["only_in_b"])):

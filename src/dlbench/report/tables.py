@@ -8,23 +8,27 @@ from dlbench.report import fmt
 
 
 def compare_table(report: dict[str, Any]):
-    """A run-vs-run comparison (from `analysis.compare.compare_documents`) as a rich Table."""
+    """A run-vs-run comparison (from `analysis.compare.compare_documents`) as a rich Table.
+
+    Laid out to fit an 80-column terminal: borderless, the configuration wraps at spaces, and one p column shows
+    the larger of the two tests' p-values (the one that decides: a change is significant when both are below
+    alpha); `--json` has both.
+    """
+    from rich import box
     from rich.table import Table
 
     a_id, b_id = (report.get("a_run_id") or "A")[:8], (report.get("b_run_id") or "B")[:8]
-    table = Table(title=f"B {b_id} vs A {a_id} (training throughput, samples/s)", title_justify="left")
-    table.add_column("configuration")
-    table.add_column(f"A {a_id}", justify="right")
-    table.add_column(f"B {b_id}", justify="right")
-    table.add_column("B/A", justify="right")
-    table.add_column("change", justify="right")
-    table.add_column("p (Welch / MWU)", justify="right")
-    table.add_column("significant")
+    table = Table(title=f"B {b_id} vs A {a_id}: training throughput, samples/s", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("configuration", min_width=16, ratio=1)
+    for name in ("A", "B", "B/A", "change", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("significant", min_width=11)
     for row in report["rows"]:
+        label = _config_text(row)
         if row["ratio"] is None:
-            table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]),
-                          fmt.throughput(row["b_samples_per_s"]), fmt.DASH, fmt.DASH, fmt.DASH,
-                          f"[dim]{row['reason']}[/dim]")
+            table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
+                          fmt.DASH, fmt.DASH, fmt.DASH, f"[dim]{row['reason']}[/dim]")
             continue
         if row["significant"]:
             colour = "green" if row["ratio"] > 1 else "red"
@@ -33,10 +37,24 @@ def compare_table(report: dict[str, Any]):
             verdict = f"[dim]no ({row['reason']})[/dim]" if row["reason"] else "[dim]no[/dim]"
         else:
             verdict = f"[dim]untested: {row['reason']}[/dim]"
-        table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
+        ps = [p for p in (row["welch_p"], row["mannwhitney_p"]) if p is not None]
+        table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
                       fmt.ratio(row["ratio"]), fmt.percent(row["change_pct"] / 100, signed=True),
-                      f"{fmt.p_value(row['welch_p'])} / {fmt.p_value(row['mannwhitney_p'])}", verdict)
+                      fmt.p_value(max(ps)) if ps else fmt.DASH, verdict)
     return table
+
+
+def _config_text(row: dict[str, Any]) -> str:
+    """`bert-base-squad amp-bf16 eager bs 64 seq 128`: the configuration in words that wrap at spaces."""
+    parts = [str(row.get("workload")), str(row.get("precision")), fmt.compile_name(row.get("compile")),
+             f"bs {row.get('batch_size')}"]
+    if row.get("seq_len"):
+        parts.append(f"seq {row['seq_len']}")
+    if (row.get("world_size") or 1) > 1:
+        parts.append(f"{row['world_size']} GPUs")
+    if row.get("flavour") not in (None, "full"):
+        parts.append(str(row["flavour"]))
+    return " ".join(parts)
 
 
 def published_table(rows: list[dict[str, Any]], run_id: str | None):
