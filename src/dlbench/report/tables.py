@@ -58,38 +58,59 @@ def _config_text(row: dict[str, Any]) -> str:
 
 
 def published_table(rows: list[dict[str, Any]], run_id: str | None):
-    """A run's results against published results (rows of `vs_published` plus the configuration)."""
+    """A run's results against published results (rows of `vs_published` plus the configuration).
+
+    A row that could not be compared fully points to a numbered note (`published_notes(rows)`, printed once
+    under the table), so that a reason shared by every row of a tiny run is not repeated in a narrow column.
+    """
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"Run {(run_id or '')[:8]} vs published results", title_justify="left")
-    for name, justify in (("configuration", "left"), ("GPU", "left"), ("samples/s", "right"),
-                          ("published median", "right"), ("ratio", "right"), ("rank", "right"),
-                          ("sources / note", "left")):
-        table.add_column(name, justify=justify)
+    notes = published_notes(rows)
+    table = Table(title=f"Run {(run_id or '')[:8]} vs published results", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("configuration", min_width=16, ratio=2)
+    table.add_column("GPU", min_width=9, ratio=1)
+    for name in ("samples/s", "published", "ratio", "rank", "note"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
         vs = row["vs_published"]
         rank = f"{vs['rank']} of {vs['rank_of']}" if vs["rank"] is not None else fmt.DASH
-        note = ", ".join(vs["sources"])
-        if vs["reason"]:
-            note = f"{note}; {vs['reason']}" if note else vs["reason"]
-        table.add_row(row["label"], fmt.plain(vs["gpu"] or row.get("gpu_name")), fmt.throughput(row["samples_per_s"]),
-                      fmt.throughput(vs["published_median_samples_per_s"]), fmt.ratio(vs["ratio"]), rank,
-                      f"[dim]{note}[/dim]" if vs["reason"] and vs["ratio"] is None else note)
+        table.add_row(_config_text(row), fmt.plain(vs["gpu"] or row.get("gpu_name")),
+                      fmt.throughput(row["samples_per_s"]), fmt.throughput(vs["published_median_samples_per_s"]),
+                      fmt.ratio(vs["ratio"]), rank, f"[{notes.index(vs['reason']) + 1}]" if vs["reason"] else "")
     return table
+
+
+def published_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """The distinct reasons (`vs_published["reason"]`) of `published_table` rows, in order: its numbered notes."""
+    return list(dict.fromkeys(row["vs_published"]["reason"] for row in rows if row["vs_published"]["reason"]))
+
+
+def published_sources(rows: list[dict[str, Any]]) -> list[str]:
+    """The sources behind the published figures of `published_table` rows, each once."""
+    return sorted({s for row in rows for s in row["vs_published"]["sources"]})
 
 
 def reference_table(rows: list[dict[str, Any]], sources: list[str]):
     """Published results, one row each, with a numbered source per row (the numbers index `sources`)."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left")
-    for name, justify in (("GPU", "left"), ("GPUs", "right"), ("workload", "left"), ("seq", "right"),
-                          ("precision", "left"), ("batch/GPU", "right"), ("samples/s", "right"),
-                          ("system", "left"), ("src", "right")):
-        table.add_column(name, justify=justify)
+    table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("GPU", min_width=9, ratio=2)
+    table.add_column("GPUs", justify="right", no_wrap=True)
+    table.add_column("workload", min_width=16, ratio=2)
+    table.add_column("precision", no_wrap=True)
+    table.add_column("bs/GPU", justify="right", no_wrap=True)
+    table.add_column("samples/s", justify="right", no_wrap=True)
+    table.add_column("src", justify="right", no_wrap=True)
+    table.add_column("system", max_width=16, overflow="ellipsis", no_wrap=True)  # secondary: may be cut short
     for row in rows:
-        table.add_row(row["gpu"], str(row["num_gpus"]), row["workload"], fmt.plain(row["seq_len"]),
-                      row["precision"], fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
-                      fmt.plain(row.get("system")),
-                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}")
+        workload = f"{row['workload']} seq {row['seq_len']}" if row.get("seq_len") else row["workload"]
+        table.add_row(row["gpu"], str(row["num_gpus"]), workload, row["precision"],
+                      fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
+                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}",
+                      fmt.plain(row.get("system")))
     return table
