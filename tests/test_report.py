@@ -246,3 +246,18 @@ def test_ranking_chart_sets_apart_the_published_bar_of_this_runs_gpu(tmp_path):
                                   same_gpu={"H100 SXM5 80GB"}).svg.read_text().lower()
     assert charts.SAME_GPU_COLOUR.lower() not in plain
     assert charts.SAME_GPU_COLOUR.lower() in marked
+
+
+def test_tiny_figures_never_print_as_zero():
+    from dlbench.report import fmt
+
+    assert fmt.tflops(3e8) == "<0.001"  # a tiny CPU run: 0.0003 TFLOP/s is not 0.000
+    assert fmt.tflops(2.5e9) == "0.003"
+    assert fmt.tflops(0.0) == "0.000"
+
+
+def test_results_table_keeps_the_published_near_misses_out_of_the_cell(tmp_path):
+    doc = make_document([make_result("bert-base-squad", "amp-fp16", seq_len=128, batch_size=64, seed=3)])
+    html = write_report([doc], tmp_path / "out").read_text(encoding="utf-8")
+    assert "no published results for bert-base-squad seq 128 amp-fp16 on 1 GPU" in html
+    assert html.count("(published: ") == 1  # in the note under the ranking section, not again in the table

@@ -124,7 +124,9 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
                 "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
                 "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
-                "vs_main": fmt.vs_published_short(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
+                "vs_main": fmt.vs_published_short(vs),
+                # The list of what is published instead belongs to the ranking notes, not to every table cell.
+                "vs_note": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
                 "vs_good": (vs["ratio"] or 0) >= 0.95,
                 "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
             })
@@ -178,7 +180,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
                 f"{n} GPU{'s' if n > 1 else ''}")
         ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
         if not ranked:
-            notes.append(f"{what}: no published results to rank against ({entries[0]['vs']['reason']}).")
+            notes.append(f"{what}: nothing to rank against: {entries[0]['vs']['reason']}.")
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
