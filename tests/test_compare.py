@@ -190,3 +190,23 @@ def test_cli_compare_missing_file_is_bad_input(tmp_path, capsys):
     code, _, err = run_cli(capsys, "compare", str(tmp_path / "nope.json"), str(tmp_path / "x.json"))
     assert code == 2
     assert "no such result file" in err and "Traceback" not in err
+
+
+def test_a_configuration_noisy_in_both_runs_gets_one_warning():
+    a = make_document([make_result()])
+    b = make_document([make_result()])
+    a["results"][0]["cv"], b["results"][0]["cv"] = 0.30, 0.12
+    noisy = [w for w in compare_documents(a, b)["warnings"] if "noisy" in w]
+    assert len(noisy) == 1
+    assert "A 30.0%" in noisy[0] and "B 12.0%" in noisy[0]
+
+
+def test_cli_compare_table_fits_an_80_column_terminal(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    a = make_document([make_result("bert-base-squad", "amp-bf16", seq_len=128, step_time_s=0.1, seed=1)])
+    b = make_document([make_result("bert-base-squad", "amp-bf16", seq_len=128, step_time_s=0.09, seed=2)])
+    code, out, err = run_cli(capsys, "compare", _write(tmp_path, "a.json", a), _write(tmp_path, "b.json", b))
+    assert code == 0, err
+    assert "\u2026" not in out  # nothing cut short with an ellipsis
+    assert "bert-base-squad" in out and "faster" in out
+    assert max(len(line) for line in out.splitlines()) <= 80

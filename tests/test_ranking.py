@@ -183,7 +183,7 @@ def test_cli_compare_published_table(tmp_path, capsys, monkeypatch):
     write_json_atomic(path, make_document([make_result()]))
     code, out, err = run_cli(capsys, "compare", str(path), "--published")
     assert code == 0, err
-    assert "published median" in out and "H100 SXM5 80GB" in out
+    assert "vs published results" in out and "H100 SXM5 80GB" in out and "\u00d7" in out
 
 
 def test_cli_reference_list_json_filters(capsys):
@@ -213,3 +213,15 @@ def test_cli_reference_list_bad_input(capsys, args, message):
     code, _, err = run_cli(capsys, "reference", "list", *args)
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+def test_cli_compare_published_fits_80_columns_with_reasons_as_notes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    path = tmp_path / "run.json"
+    results = [make_result(flavour="tiny", seed=i) for i in range(3)]
+    write_json_atomic(path, make_document(results))
+    code, out, err = run_cli(capsys, "compare", str(path), "--published")
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert out.count("tiny flavour: published results are for the full-size models") == 1  # one note, not 3 cells
+    assert out.count("[1]") == 4  # three rows point to it, and the note itself

@@ -213,3 +213,51 @@ def test_comparison_and_report_never_import_torch(tmp_path):
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_mixed_precision_pairs_with_full_precision_at_its_own_default_batch():
+    # dlbench run doubles the default batch for AMP on a GPU (tf32 256, amp-fp16 512): the published benchmarks
+    # compare each precision at its own batch, and the report must still show the speed-up.
+    results = [make_result(precision="tf32", batch_size=256, step_time_s=0.3, seed=1),
+               make_result(precision="amp-fp16", batch_size=512, step_time_s=0.34, seed=2)]
+    [entry] = speedups(results)
+    assert entry["label"] == "amp-fp16 vs tf32"
+    assert (entry["batch_size"], entry["baseline_batch_size"]) == (512, 256)
+    assert entry["speedup"] == pytest.approx(results[1]["samples_per_s"] / results[0]["samples_per_s"])
+
+
+def test_mixed_precision_prefers_a_baseline_at_the_same_batch():
+    results = [make_result(precision="tf32", batch_size=512, step_time_s=0.6, seed=1),
+               make_result(precision="tf32", batch_size=256, step_time_s=0.31, seed=2),
+               make_result(precision="amp-fp16", batch_size=256, step_time_s=0.17, seed=3)]
+    [entry] = speedups(results)
+    assert entry["baseline_batch_size"] == 256
+    assert entry["speedup"] == pytest.approx(results[2]["samples_per_s"] / results[1]["samples_per_s"])
+
+
+def test_ranking_chart_sets_apart_the_published_bar_of_this_runs_gpu(tmp_path):
+    from dlbench.report import charts
+
+    rows = [{"label": "H100 SXM5 80GB", "samples_per_s": 2790.0, "is_this_run": False},
+            {"label": "this run", "samples_per_s": 1500.0, "is_this_run": True},
+            {"label": "A100 SXM4 80GB", "samples_per_s": 1400.0, "is_this_run": False}]
+    plain = charts.ranking_chart(rows, "t", "images", "s", tmp_path / "a", "r").svg.read_text().lower()
+    marked = charts.ranking_chart(rows, "t", "images", "s", tmp_path / "b", "r",
+                                  same_gpu={"H100 SXM5 80GB"}).svg.read_text().lower()
+    assert charts.SAME_GPU_COLOUR.lower() not in plain
+    assert charts.SAME_GPU_COLOUR.lower() in marked
+
+
+def test_tiny_figures_never_print_as_zero():
+    from dlbench.report import fmt
+
+    assert fmt.tflops(3e8) == "<0.001"  # a tiny CPU run: 0.0003 TFLOP/s is not 0.000
+    assert fmt.tflops(2.5e9) == "0.003"
+    assert fmt.tflops(0.0) == "0.000"
+
+
+def test_results_table_keeps_the_published_near_misses_out_of_the_cell(tmp_path):
+    doc = make_document([make_result("bert-base-squad", "amp-fp16", seq_len=128, batch_size=64, seed=3)])
+    html = write_report([doc], tmp_path / "out").read_text(encoding="utf-8")
+    assert "no published results for bert-base-squad seq 128 amp-fp16 on 1 GPU" in html
+    assert html.count("(published: ") == 1  # in the note under the ranking section, not again in the table

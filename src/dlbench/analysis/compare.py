@@ -192,12 +192,13 @@ def _power_limit_warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def _noise_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per configuration whose throughput varies by more than 5% across repeats in A, B or both."""
     out = []
     for row in rows:
-        for side in ("a", "b"):
-            cv = row.get(f"{side}_cv")
-            if cv is not None and cv > 0.05:
-                out.append(f"{row['label']}: {side.upper()} is noisy (CV {cv * 100:.1f}% across repeats > 5%)")
+        noisy = [f"{side.upper()} {row[f'{side}_cv'] * 100:.1f}%" for side in ("a", "b")
+                 if row.get(f"{side}_cv") is not None and row[f"{side}_cv"] > 0.05]
+        if noisy:
+            out.append(f"{row['label']}: noisy (CV across repeats {', '.join(noisy)}; above 5%)")
     return out
 
 

@@ -107,7 +107,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
     out: dict[str, Any] = {"gpu": None, "ratio": None, "published_median_samples_per_s": None,
                            "published_count": 0, "rank": None, "rank_of": None, "sources": [], "text": None,
                            "reason": None}
-    reason = _not_comparable(result, gpu_name)
+    reason = not_comparable_reason(result, gpu_name)
     if reason:
         out["reason"] = reason
         return out
@@ -188,7 +188,8 @@ def vs_published_in(document: dict[str, Any], result: dict[str, Any], published:
     return vs_published(result, gpu.get("name"), published, gpu.get("memory_bytes"))
 
 
-def _not_comparable(result: dict[str, Any], gpu_name: str | None) -> str | None:
+def not_comparable_reason(result: dict[str, Any], gpu_name: str | None) -> str | None:
+    """Why a result cannot be set against published results at all (failed, tiny, not on a GPU), else None."""
     if result.get("status") != "ok":
         return f"status {result.get('status')}: nothing measured"
     if result.get("samples_per_s") is None:

@@ -59,7 +59,8 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
     out = console()
     if report["rows"]:
         out.print(compare_table(report))
-        out.print(f"[dim]B/A is the throughput ratio. Significance: {report['test']} (alpha {alpha:g}).[/dim]")
+        out.print(f"[dim]B/A is the throughput ratio. p: the larger of Welch's t-test and Mann-Whitney U on the "
+                  f"raw step times; significant when both are below alpha {alpha:g} (--json has both).[/dim]")
     else:
         out.print("No configuration was measured in both runs.")
     for side, labels in (("A", report["only_in_a"]), ("B", report["only_in_b"])):
@@ -92,12 +93,17 @@ def _published(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json({"run_id": doc.get("run_id"), "rows": rows})
         return
-    from dlbench.report.tables import published_table
+    from dlbench.report.tables import published_notes, published_sources, published_table
 
     out = console()
     if not rows:
         out.print("This run has no results.")
         return
     out.print(published_table(rows, doc.get("run_id")))
+    for i, note in enumerate(published_notes(rows), 1):
+        out.print(f"[{i}] {note}", highlight=False, markup=False)
+    sources = published_sources(rows)
+    if sources:
+        out.print("Published figures from: " + "; ".join(sources), highlight=False, markup=False)
     out.print("[dim]Ratio: this result / median of published results for the same GPU, workload, sequence "
               "length, precision and GPU count. Rank: among published GPUs' medians for the same.[/dim]")

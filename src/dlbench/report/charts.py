@@ -22,6 +22,7 @@ OKABE_ITO = {
 }
 SERIES = [OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black")]
 PUBLISHED_COLOUR = "#AEB8C2"  # neutral grey-blue: the field; this run is vermillion on top of it
+SAME_GPU_COLOUR = "#52606D"  # darker slate: what others published for the GPU this run used
 THIS_RUN_COLOUR = OKABE_ITO["vermillion"]
 TEXT = "#1F2933"
 MUTED = "#616E7C"
@@ -57,6 +58,9 @@ _STYLE = {
 CHART_STEMS = ("ranking_*", "speedups", "step_times", "scaling", "telemetry")
 WIDTH_IN = 9.0
 DPI = 150
+# Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).
+TITLE_CHARS = 72
+SUBTITLE_CHAR_PT = 5.6  # a generous average width of a 9 pt DejaVu Sans character
 
 
 @dataclass(frozen=True)
@@ -89,13 +93,26 @@ def _save(fig, out_dir: Path, name: str, title: str, caption: str) -> Chart:
     return Chart(name=name, title=title, caption=caption, png=png, svg=svg)
 
 
+def _suptitle(fig, title: str) -> None:
+    """Bold title at the figure's left edge, wrapped so that a long hardware name is never cut off."""
+    import textwrap
+
+    fig.suptitle(textwrap.fill(title, TITLE_CHARS), x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+
+
 def _titles(fig, ax, title: str, subtitle: str | None = None) -> None:
     """Bold title at the figure's left edge; the subtitle, wrapped, above the plot in muted grey."""
     import textwrap
 
-    fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+    _suptitle(fig, title)
     if subtitle:
-        ax.set_title(textwrap.fill(subtitle, 80), loc="left", fontsize=9, color=MUTED, fontweight="normal", pad=8)
+        # The subtitle starts at the plot's left edge, right of the tick labels: wrap it to the plot's width
+        # (known once the layout has run), so that long labels never push it off the figure.
+        fig.draw_without_rendering()
+        width_pt = ax.get_position().width * WIDTH_IN * 72
+        chars = max(30, int(width_pt / SUBTITLE_CHAR_PT))
+        ax.set_title(textwrap.fill(subtitle, chars), loc="left", fontsize=9, color=MUTED, fontweight="normal",
+                     pad=8)
 
 
 def _on(where: str) -> str:
@@ -110,10 +127,12 @@ def _thousands():
 
 
 def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
-                  name: str, num_gpus: int = 1) -> Chart:
+                  name: str, num_gpus: int = 1, same_gpu: frozenset[str] | set[str] = frozenset()) -> Chart:
     """Horizontal bars of samples/s, fastest on top; rows with `is_this_run` highlighted (AIME/Lambda style).
 
     `rows` come from `analysis.ranking.rank_among_published`: `label`, `samples_per_s`, `is_this_run`.
+    Published bars whose label is in `same_gpu` (the GPU this run used) are drawn darker, so the gap between
+    this run and what others measured on the same GPU shows at a glance.
     """
     n = len(rows)
     with _figure(1.3 + 0.34 * n) as (fig, axes):
@@ -121,7 +140,8 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ordered = list(reversed(rows))  # barh draws bottom-up; fastest goes on top
         ys = range(n)
         values = [r["samples_per_s"] for r in ordered]
-        colours = [THIS_RUN_COLOUR if r["is_this_run"] else PUBLISHED_COLOUR for r in ordered]
+        colours = [THIS_RUN_COLOUR if r["is_this_run"] else SAME_GPU_COLOUR if r["label"] in same_gpu
+                   else PUBLISHED_COLOUR for r in ordered]
         ax.barh(ys, values, color=colours, height=0.72)
         ax.set_yticks(list(ys), [r["label"] for r in ordered])
         for tick, r in zip(ax.get_yticklabels(), ordered, strict=True):
@@ -139,8 +159,20 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.xaxis.set_major_formatter(_thousands())
         total = f", total of {num_gpus} GPUs" if num_gpus > 1 else ""
         ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
+        _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows))
         _titles(fig, ax, title, subtitle)
         return _save(fig, out_dir, name, title, subtitle)
+
+
+def _ranking_legend(ax, has_same_gpu: bool) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=THIS_RUN_COLOUR, label="this run")]
+    if has_same_gpu:
+        handles.append(Patch(color=SAME_GPU_COLOUR, label="published, same GPU"))
+    handles.append(Patch(color=PUBLISHED_COLOUR, label="published, other GPUs"))
+    ax.legend(handles=handles, loc="lower right", fontsize=8.5, handlelength=1.2,
+              facecolor="white", framealpha=0.9, frameon=True, edgecolor="none")
 
 
 def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "speedups",
@@ -153,8 +185,8 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
     panels = [(k, t) for k, t in panels if any(e["kind"] == k for e in entries)]
     counts = [sum(1 for e in entries if e["kind"] == k) for k, _ in panels]
     title = f"Speed-ups from torch.compile and mixed precision{_on(where)}"
-    caption = ("Throughput of each variant divided by its baseline in the same run (same workload, batch size "
-               "and GPU count); 1.0\u00d7 means no change.")
+    caption = ("Throughput of each variant divided by its baseline in the same run (same workload and GPU count; "
+               "the same batch size unless the label names two); 1.0\u00d7 means no change.")
     with _figure(1.0 + 0.36 * sum(counts) + 0.9 * len(panels), nrows=len(panels), ncols=1,
                  gridspec_kw={"height_ratios": [max(c, 1) for c in counts]}) as (fig, axes):
         for (kind, panel_title), row_axes in zip(panels, axes, strict=True):
@@ -174,7 +206,7 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
             ax.grid(axis="y", visible=False)
             ax.set_title(panel_title, fontsize=11, pad=8)
             ax.set_xlabel("speed-up (\u00d7 baseline throughput, higher is better)")
-        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 
 
@@ -187,6 +219,8 @@ def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
         variant, base = entry["label"].split(" vs ", 1)
         context = entry["context"].replace("compile=", "compile ")
         label += f" \u00b7 {fmt.precision_name(variant)} vs {fmt.precision_name(base)} \u00b7 {context}"
+        if entry.get("baseline_batch_size") not in (None, entry.get("batch_size")):
+            label += f" \u00b7 bs {entry['batch_size']} vs {entry['baseline_batch_size']}"
     if (entry.get("world_size") or 1) > 1:
         label += f" \u00b7 {entry['world_size']} GPUs"
     return f"{run_label}: {label}" if run_label else label
@@ -231,7 +265,8 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
                             ha="right", va="center", fontsize=8, color=MUTED)
             ax.set_title(fmt.workload_name(group["workload"]), fontsize=11, pad=8)
             ax.set_xlabel("step time (ms, lower is better)")
-        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        _precision_legend(fig, [c.get("precision") for g in groups for c in g["configs"]])
+        _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 
 
@@ -251,41 +286,63 @@ def _precision_colour(precision: str | None) -> str:
     return _PRECISION_COLOURS.get(precision or "", OKABE_ITO["purple"])
 
 
+def _precision_legend(fig, precisions: list[str | None]) -> None:
+    """Box colours encode precision: say so once, under the panels, in the order precisions appear."""
+    from matplotlib.patches import Patch
+
+    seen = list(dict.fromkeys(p for p in precisions if p))
+    handles = [Patch(facecolor=_precision_colour(p), edgecolor=TEXT, linewidth=0.8, label=fmt.precision_name(p))
+               for p in seen]
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5, handlelength=1.2,
+                   title="box colour: precision", title_fontsize=8.5)
+
+
 def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
     """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
 
     `series` come from `analysis.scaling.scaling_series`; points above one GPU are labelled with their scaling
     efficiency. Without a one-GPU result there is no ideal line (the efficiency is unknown, not guessed).
+    One panel per configuration, each with its own axis and unit: ResNet-50's images/s and BERT's sequences/s
+    differ tenfold, and on a shared axis the slower workload's curve would lie flat along the bottom.
     """
+    import math
+    import textwrap
+
     title = f"Multi-GPU scaling{_on(where)}"
     caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling (GPU count \u00d7 "
                "one-GPU throughput); labels: scaling efficiency (measured / ideal).")
-    with _figure(5.2) as (fig, axes):
-        ax = axes[0][0]
-        counts: set[int] = set()
-        for i, s in enumerate(series):
+    ncols = 1 if len(series) == 1 else 2
+    nrows = math.ceil(len(series) / ncols)
+    with _figure(1.0 + (3.8 if ncols == 1 else 3.5 * nrows), nrows=nrows, ncols=ncols) as (fig, axes):
+        flat = [ax for row in axes for ax in row]
+        for i, (s, ax) in enumerate(zip(series, flat, strict=False)):
             colour = SERIES[i % len(SERIES)]
             xs = [p["world_size"] for p in s["points"]]
-            counts.update(xs)
-            label = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
-                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
             ax.plot(xs, [p["samples_per_s"] for p in s["points"]], marker="o", color=colour, linewidth=2,
-                    label=label)
+                    label="measured")
             ideal = [(p["world_size"], p["ideal_samples_per_s"]) for p in s["points"]
                      if p.get("ideal_samples_per_s") is not None]
             if len(ideal) > 1:
-                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=colour, linewidth=1, alpha=0.7)
+                ax.plot(*zip(*ideal, strict=True), linestyle="--", color=MUTED, linewidth=1.2, label="ideal")
             for p in s["points"]:
                 if p.get("scaling_efficiency") is not None:
                     ax.annotate(fmt.percent(p["scaling_efficiency"]), (p["world_size"], p["samples_per_s"]),
-                                textcoords="offset points", xytext=(6, -12), fontsize=8, color=colour)
-        ax.set_xticks(sorted(counts))
-        ax.set_xlabel("number of GPUs")
-        ax.set_ylabel("training throughput (samples/s, all GPUs)")
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(_thousands())
-        _titles(fig, ax, title, "solid: measured; dashed: ideal linear scaling from one GPU")
-        ax.legend(loc="upper left")
+                                textcoords="offset points", xytext=(0, -16), ha="center", fontsize=8,
+                                color=colour, fontweight="bold")
+            ax.set_xticks(sorted(set(xs)))
+            ax.set_xlabel("number of GPUs")
+            ax.set_ylabel(f"{fmt.unit_of(s)}/s, all GPUs")
+            ax.set_ylim(bottom=0)
+            ax.margins(x=0.08)
+            ax.yaxis.set_major_formatter(_thousands())
+            panel = (f"{fmt.workload_name(s['workload'], s.get('seq_len'))} \u00b7 "
+                     f"{fmt.precision_name(s['precision'])} \u00b7 {fmt.compile_name(s['compile'])}")
+            ax.set_title(textwrap.fill(panel, 34 if ncols > 1 else 80), fontsize=10.5, pad=6)
+            ax.legend(loc="upper left", fontsize=8)
+        for ax in flat[len(series):]:
+            ax.set_visible(False)
+        _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 
 
@@ -322,5 +379,5 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
         axes[0][0].legend(loc="lower right", ncols=1, bbox_to_anchor=(1.0, 0.02))
-        fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+        _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)

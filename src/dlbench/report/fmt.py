@@ -74,6 +74,8 @@ def tflops(flops_per_s: float | None) -> str:
     if flops_per_s is None:
         return DASH
     value = flops_per_s / 1e12
+    if 0 < value < 0.001:
+        return "<0.001"
     digits = 1 if value >= 10 else 2 if value >= 1 else 3
     return f"{value:.{digits}f}"
 

@@ -17,6 +17,7 @@ from dlbench import __version__
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
+    not_comparable_reason,
     rank_among_published,
     result_gpu,
     vs_published_in,
@@ -123,7 +124,9 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
                 "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
                 "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
-                "vs_main": fmt.vs_published_short(vs), "vs_note": _vs_note(vs) if r.get("status") == "ok" else "",
+                "vs_main": fmt.vs_published_short(vs),
+                # The list of what is published instead belongs to the ranking notes, not to every table cell.
+                "vs_note": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
                 "vs_good": (vs["ratio"] or 0) >= 0.95,
                 "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
             })
@@ -155,8 +158,8 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            gpu = result_gpu(doc, r)
-            if r.get("status") != "ok" or not r.get("samples_per_s") or not gpu or r.get("flavour") not in (None, "full"):
+            gpu = result_gpu(doc, r) or {}
+            if not_comparable_reason(r, gpu.get("name")):
                 continue
             gpu_label = canonical_gpu(gpu.get("name"), gpu.get("memory_bytes")) or gpu.get("name")
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
@@ -177,12 +180,15 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
                 f"{n} GPU{'s' if n > 1 else ''}")
         ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
         if not ranked:
-            notes.append(f"{what}: no published results to rank against ({entries[0]['vs']['reason']}).")
+            notes.append(f"{what}: nothing to rank against: {entries[0]['vs']['reason']}.")
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
-        subtitle = f"Grey: median per GPU of published results ({'; '.join(sources)}). Batch sizes differ by source."
-        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n)
+        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for this run's "
+                    "GPU. Batch sizes differ by source.")
+        same_gpu = {e["vs"]["gpu"] for e in entries if e["vs"]["gpu"]}
+        chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n,
+                                     same_gpu=same_gpu)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",

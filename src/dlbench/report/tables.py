@@ -8,23 +8,27 @@ from dlbench.report import fmt
 
 
 def compare_table(report: dict[str, Any]):
-    """A run-vs-run comparison (from `analysis.compare.compare_documents`) as a rich Table."""
+    """A run-vs-run comparison (from `analysis.compare.compare_documents`) as a rich Table.
+
+    Laid out to fit an 80-column terminal: borderless, the configuration wraps at spaces, and one p column shows
+    the larger of the two tests' p-values (the one that decides: a change is significant when both are below
+    alpha); `--json` has both.
+    """
+    from rich import box
     from rich.table import Table
 
     a_id, b_id = (report.get("a_run_id") or "A")[:8], (report.get("b_run_id") or "B")[:8]
-    table = Table(title=f"B {b_id} vs A {a_id} (training throughput, samples/s)", title_justify="left")
-    table.add_column("configuration")
-    table.add_column(f"A {a_id}", justify="right")
-    table.add_column(f"B {b_id}", justify="right")
-    table.add_column("B/A", justify="right")
-    table.add_column("change", justify="right")
-    table.add_column("p (Welch / MWU)", justify="right")
-    table.add_column("significant")
+    table = Table(title=f"B {b_id} vs A {a_id}: training throughput, samples/s", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("configuration", min_width=16, ratio=1)
+    for name in ("A", "B", "B/A", "change", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("significant", min_width=11)
     for row in report["rows"]:
+        label = _config_text(row)
         if row["ratio"] is None:
-            table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]),
-                          fmt.throughput(row["b_samples_per_s"]), fmt.DASH, fmt.DASH, fmt.DASH,
-                          f"[dim]{row['reason']}[/dim]")
+            table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
+                          fmt.DASH, fmt.DASH, fmt.DASH, f"[dim]{row['reason']}[/dim]")
             continue
         if row["significant"]:
             colour = "green" if row["ratio"] > 1 else "red"
@@ -33,45 +37,80 @@ def compare_table(report: dict[str, Any]):
             verdict = f"[dim]no ({row['reason']})[/dim]" if row["reason"] else "[dim]no[/dim]"
         else:
             verdict = f"[dim]untested: {row['reason']}[/dim]"
-        table.add_row(row["label"], fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
+        ps = [p for p in (row["welch_p"], row["mannwhitney_p"]) if p is not None]
+        table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
                       fmt.ratio(row["ratio"]), fmt.percent(row["change_pct"] / 100, signed=True),
-                      f"{fmt.p_value(row['welch_p'])} / {fmt.p_value(row['mannwhitney_p'])}", verdict)
+                      fmt.p_value(max(ps)) if ps else fmt.DASH, verdict)
     return table
+
+
+def _config_text(row: dict[str, Any]) -> str:
+    """`bert-base-squad amp-bf16 eager bs 64 seq 128`: the configuration in words that wrap at spaces."""
+    parts = [str(row.get("workload")), str(row.get("precision")), fmt.compile_name(row.get("compile")),
+             f"bs {row.get('batch_size')}"]
+    if row.get("seq_len"):
+        parts.append(f"seq {row['seq_len']}")
+    if (row.get("world_size") or 1) > 1:
+        parts.append(f"{row['world_size']} GPUs")
+    if row.get("flavour") not in (None, "full"):
+        parts.append(str(row["flavour"]))
+    return " ".join(parts)
 
 
 def published_table(rows: list[dict[str, Any]], run_id: str | None):
-    """A run's results against published results (rows of `vs_published` plus the configuration)."""
+    """A run's results against published results (rows of `vs_published` plus the configuration).
+
+    A row that could not be compared fully points to a numbered note (`published_notes(rows)`, printed once
+    under the table), so that a reason shared by every row of a tiny run is not repeated in a narrow column.
+    """
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"Run {(run_id or '')[:8]} vs published results", title_justify="left")
-    for name, justify in (("configuration", "left"), ("GPU", "left"), ("samples/s", "right"),
-                          ("published median", "right"), ("ratio", "right"), ("rank", "right"),
-                          ("sources / note", "left")):
-        table.add_column(name, justify=justify)
+    notes = published_notes(rows)
+    table = Table(title=f"Run {(run_id or '')[:8]} vs published results", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("configuration", min_width=16, ratio=2)
+    table.add_column("GPU", min_width=9, ratio=1)
+    for name in ("samples/s", "published", "ratio", "rank", "note"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
         vs = row["vs_published"]
         rank = f"{vs['rank']} of {vs['rank_of']}" if vs["rank"] is not None else fmt.DASH
-        note = ", ".join(vs["sources"])
-        if vs["reason"]:
-            note = f"{note}; {vs['reason']}" if note else vs["reason"]
-        table.add_row(row["label"], fmt.plain(vs["gpu"] or row.get("gpu_name")), fmt.throughput(row["samples_per_s"]),
-                      fmt.throughput(vs["published_median_samples_per_s"]), fmt.ratio(vs["ratio"]), rank,
-                      f"[dim]{note}[/dim]" if vs["reason"] and vs["ratio"] is None else note)
+        table.add_row(_config_text(row), fmt.plain(vs["gpu"] or row.get("gpu_name")),
+                      fmt.throughput(row["samples_per_s"]), fmt.throughput(vs["published_median_samples_per_s"]),
+                      fmt.ratio(vs["ratio"]), rank, f"[{notes.index(vs['reason']) + 1}]" if vs["reason"] else "")
     return table
+
+
+def published_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """The distinct reasons (`vs_published["reason"]`) of `published_table` rows, in order: its numbered notes."""
+    return list(dict.fromkeys(row["vs_published"]["reason"] for row in rows if row["vs_published"]["reason"]))
+
+
+def published_sources(rows: list[dict[str, Any]]) -> list[str]:
+    """The sources behind the published figures of `published_table` rows, each once."""
+    return sorted({s for row in rows for s in row["vs_published"]["sources"]})
 
 
 def reference_table(rows: list[dict[str, Any]], sources: list[str]):
     """Published results, one row each, with a numbered source per row (the numbers index `sources`)."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left")
-    for name, justify in (("GPU", "left"), ("GPUs", "right"), ("workload", "left"), ("seq", "right"),
-                          ("precision", "left"), ("batch/GPU", "right"), ("samples/s", "right"),
-                          ("system", "left"), ("src", "right")):
-        table.add_column(name, justify=justify)
+    table = Table(title=f"Published training throughput ({len(rows)} results)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("GPU", min_width=9, ratio=2)
+    table.add_column("GPUs", justify="right", no_wrap=True)
+    table.add_column("workload", min_width=16, ratio=2)
+    table.add_column("precision", no_wrap=True)
+    table.add_column("bs/GPU", justify="right", no_wrap=True)
+    table.add_column("samples/s", justify="right", no_wrap=True)
+    table.add_column("src", justify="right", no_wrap=True)
+    table.add_column("system", max_width=16, overflow="ellipsis", no_wrap=True)  # secondary: may be cut short
     for row in rows:
-        table.add_row(row["gpu"], str(row["num_gpus"]), row["workload"], fmt.plain(row["seq_len"]),
-                      row["precision"], fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
-                      fmt.plain(row.get("system")),
-                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}")
+        workload = f"{row['workload']} seq {row['seq_len']}" if row.get("seq_len") else row["workload"]
+        table.add_row(row["gpu"], str(row["num_gpus"]), workload, row["precision"],
+                      fmt.plain(row["batch_size_per_gpu"]), fmt.throughput(row["samples_per_s"]),
+                      f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}",
+                      fmt.plain(row.get("system")))
     return table
