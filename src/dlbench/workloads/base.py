@@ -163,6 +163,39 @@ def make_optimizer(cls: Any, params: Any, device: Any, **kwargs: Any) -> tuple[A
     return cls(params, foreach=False, **kwargs), "for-loop"
 
 
+class SizedWorkload(Workload):
+    """A model family with two size specs, `full` (the published model) and `tiny` (`--tiny`), picked per config.
+
+    Plugins may subclass `Workload` directly and set the class attributes instead.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        full: Any,
+        tiny: Any,
+        batch_80gb: int,
+        cpu_batch: int,
+        tiny_batch: int,
+        description: str = "",
+        default_seq_len: int | None = None,
+    ) -> None:
+        """`full` and `tiny` are the family's size specs (e.g. `ResNetSpec`, `BertSpec`) of the two flavours."""
+        self.name = name
+        self.full = full
+        self.tiny = tiny
+        self.batch_80gb = batch_80gb
+        self.cpu_batch = cpu_batch
+        self.tiny_batch = tiny_batch
+        self.description = description
+        if default_seq_len is not None:
+            self.default_seq_len = default_seq_len
+
+    def spec(self, config: RunConfig) -> Any:
+        """The size spec of `config.flavour`."""
+        return self.tiny if config.flavour == "tiny" else self.full
+
+
 @dataclass(frozen=True)
 class ResNetSpec:
     """A torchvision ResNet: block type, blocks per stage, classes and input resolution."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from dlbench.workloads.base import BertSpec, Workload, make_optimizer
+from dlbench.workloads.base import BertSpec, SizedWorkload, make_optimizer
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +60,7 @@ def masked_count(seq_len: int) -> int:
     return max(1, math.ceil(MASKED_FRACTION * seq_len))
 
 
-class BertWorkload(Workload):
+class BertWorkload(SizedWorkload):
     """A transformers BERT with a task head; subclasses pick the head, its loss and its inputs."""
 
     sample_unit = "sequences"
@@ -77,17 +77,7 @@ class BertWorkload(Workload):
         tiny_batch: int = 8,
         description: str = "",
     ) -> None:
-        self.name = name
-        self.full = full
-        self.tiny = tiny
-        self.default_seq_len = default_seq_len
-        self.batch_80gb = batch_80gb
-        self.cpu_batch = cpu_batch
-        self.tiny_batch = tiny_batch
-        self.description = description
-
-    def spec(self, config: RunConfig) -> BertSpec:
-        return self.tiny if config.flavour == "tiny" else self.full
+        super().__init__(name, full, tiny, batch_80gb, cpu_batch, tiny_batch, description, default_seq_len)
 
     def bert_config(self, config: RunConfig) -> Any:
         from transformers import BertConfig

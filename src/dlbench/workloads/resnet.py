@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dlbench.workloads.base import ResNetSpec, Workload, make_optimizer
+from dlbench.workloads.base import ResNetSpec, SizedWorkload, make_optimizer
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,7 +22,7 @@ RESNET50 = ResNetSpec(block="bottleneck", layers=(3, 4, 6, 3), num_classes=1000,
 RESNET_TINY = ResNetSpec(block="basic", layers=(1, 1, 1, 1), num_classes=10, image_size=32)
 
 
-class ResNetWorkload(Workload):
+class ResNetWorkload(SizedWorkload):
     """A torchvision ResNet trained with cross-entropy and SGD (momentum 0.9, weight decay 1e-4)."""
 
     sample_unit = "images"
@@ -38,16 +38,7 @@ class ResNetWorkload(Workload):
         tiny_batch: int = 8,
         description: str = "",
     ) -> None:
-        self.name = name
-        self.full = full
-        self.tiny = tiny
-        self.batch_80gb = batch_80gb
-        self.cpu_batch = cpu_batch
-        self.tiny_batch = tiny_batch
-        self.description = description
-
-    def spec(self, config: RunConfig) -> ResNetSpec:
-        return self.tiny if config.flavour == "tiny" else self.full
+        super().__init__(name, full, tiny, batch_80gb, cpu_batch, tiny_batch, description)
 
     def build_model(self, config: RunConfig) -> Any:
         from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
