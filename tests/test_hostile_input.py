@@ -291,3 +291,11 @@ def test_doctor_tells_apart_gpus_that_report_the_same_name_by_their_memory():
     report = diagnose(store_docs.document(results=[store_docs.result()], env=env))
     assert report["gpu"] == "RTX 4060 Ti 16GB"
     assert not any("not in the GPU catalogue" in note for note in report["notes"])
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "nan"), ("--timeout", "inf"), ("--max-wait", "nan"),
+                                           ("--max-wait", "inf"), ("--max-start-temp", "nan")])
+def test_run_non_finite_numbers_are_bad_input(capsys, option, value):
+    # --timeout nan/inf used to reach the planning child and come back as an internal error (exit 1);
+    # --max-wait nan and --max-start-temp nan were accepted and silently meant "never wait".
+    assert_bad_input(*cli(capsys, "run", "--tiny", "-w", "resnet50", option, value), option)

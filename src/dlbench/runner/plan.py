@@ -15,6 +15,7 @@ Defaults, as in the seeds (AIME, Lambda):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -171,8 +172,8 @@ def validate_options(options: RunOptions) -> RunOptions:
     options.batch_size = parse_batch_size(options.batch_size)
     for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--timeout", options.timeout_s)):
-        if value is not None and value <= 0:
-            raise BadInput(f"{flag} must be positive, got {value}")
+        if value is not None and not 0 < value < math.inf:  # also rejects nan, which compares False
+            raise BadInput(f"{flag} must be a positive finite number, got {value}")
     if options.warmup is not None and options.warmup < 0:
         raise BadInput(f"--warmup must be 0 or more, got {options.warmup}")
     from dlbench.runner.distributed import parse_gpus
