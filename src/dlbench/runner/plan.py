@@ -287,6 +287,12 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                      f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
                      "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
 
+    if options.batch_size == "auto" and not on_gpu:
+        from dlbench.runner.batch_search import MAX_BATCH_SIZE
+
+        notes.append(f"--batch-size auto on {device}: there is no device-memory limit to find, so the search "
+                     f"doubles up to {MAX_BATCH_SIZE} (one fresh process per probe; minutes, and the host's memory "
+                     "is the only bound). It is meant for GPUs; give --batch-size N here.")
     memory = entry["memory_bytes"] if entry else None
     items: list[PlannedConfig] = []
     for spec in suite:
