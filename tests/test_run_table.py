@@ -38,3 +38,21 @@ def test_cpu_run_in_80_columns_keeps_names_readable():
     assert "vs published" not in text
     assert "…" not in text
     assert "bert-base-mlm" in text and "amp-bf16" in text
+
+
+def test_progress_line_of_a_skipped_configuration_is_not_red():
+    # `-p tf32` on a CPU is skipped with a reason; the progress line printed it in red like a failure.
+    from dlbench.report.progress import RichProgress
+    from dlbench.runner.config import RunConfig
+
+    console = Console(width=200, record=True, force_terminal=True, color_system="standard")
+    config = RunConfig(workload="resnet50", precision="tf32", compile="off", batch_size=8, seq_len=None,
+                       device="cpu", warmup_steps=1, steps=1, repeats=1, seed=0, flavour="tiny", world_size=1)
+    with RichProgress(console) as display:
+        display.sweep_started(2)
+        for index, status in enumerate(("skipped", "error")):
+            display.config_started(index, 2, config)
+            display.config_finished(index, {"status": status, "error": "why"})
+    lines = [line for line in console.export_text(styles=True).splitlines() if "why" in line]
+    assert len(lines) == 2
+    assert "\x1b[31m" not in lines[0] and "\x1b[31m" in lines[1]  # red only for the error
