@@ -291,3 +291,31 @@ def test_doctor_tells_apart_gpus_that_report_the_same_name_by_their_memory():
     report = diagnose(store_docs.document(results=[store_docs.result()], env=env))
     assert report["gpu"] == "RTX 4060 Ti 16GB"
     assert not any("not in the GPU catalogue" in note for note in report["notes"])
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "nan"), ("--timeout", "inf"), ("--max-wait", "nan"),
+                                           ("--max-wait", "inf"), ("--max-start-temp", "nan")])
+def test_run_non_finite_numbers_are_bad_input(capsys, option, value):
+    # --timeout nan/inf used to reach the planning child and come back as an internal error (exit 1);
+    # --max-wait nan and --max-start-temp nan were accepted and silently meant "never wait".
+    assert_bad_input(*cli(capsys, "run", "--tiny", "-w", "resnet50", option, value), option)
+
+
+def test_run_gpus_on_the_cpu_beyond_the_cores_is_bad_input():
+    # `--gpus 100000 --device cpu` used to start torchrun with 100000 local processes.
+    from dlbench.errors import BadInput
+    from dlbench.runner.distributed import resolve_gpu_counts
+
+    with pytest.raises(BadInput, match="processes"):
+        resolve_gpu_counts([1, 100000], "cpu", [])
+    assert resolve_gpu_counts([1, 4], "cpu", []) == [1, 4]  # up to four processes are always allowed
+
+
+def test_comm_gpus_on_the_cpu_beyond_the_cores_is_bad_input(capsys):
+    assert_bad_input(*cli(capsys, "comm", "--device", "cpu", "--gpus", "100000"), "--gpus 100000", "cores")
+
+
+def test_comm_one_process_message_has_no_python_none(capsys):
+    code, out, err = cli(capsys, "comm", "--device", "cpu", "--gpus", "1")
+    assert_bad_input(code, out, err, "at least 2 processes")
+    assert "None" not in err

@@ -176,3 +176,12 @@ def test_gives_up_after_max_wait():
 def test_no_thermometer_on_cpu():
     assert GpuThermometer.open("cpu", [], nvml=FakeNvml([40])) is None
     assert wait_until_cool(None) == (None, None)
+
+
+def test_batch_size_auto_on_the_cpu_says_what_it_will_do():
+    # Found by a second test pass: `run --batch-size auto --tiny` on a CPU probed 8, 16, ... 4096 for minutes
+    # without a word of warning.
+    plan = build_plan(RunOptions(workloads=["resnet50"], batch_size="auto", tiny=True), DeviceFacts())
+    assert any("--batch-size auto on cpu" in note and "4096" in note for note in plan.notes)
+    plan = build_plan(RunOptions(workloads=["resnet50"], batch_size=8, tiny=True), DeviceFacts())
+    assert not any("--batch-size auto" in note for note in plan.notes)

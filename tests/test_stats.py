@@ -59,3 +59,12 @@ def test_invalid_input(times, batch):
 def test_analysis_does_not_import_torch():
     code = "import sys, dlbench.analysis.stats; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_warnings_read_well_for_slow_cpu_steps():
+    # Seconds-long steps (a CPU) used to print "2.55e+03 ms", and the CV hint named "GPU clocks" on a CPU.
+    stats = summarize([[2.55, 1.0, 2.6], [2.5, 2.55, 7.0]], batch_size=1)
+    text = " | ".join(stats["warnings"])
+    assert "e+0" not in text
+    assert "7,000 ms" in text and "2,550 ms" in text
+    assert "GPU" not in text

@@ -45,7 +45,7 @@ def summarize(repeats_step_times_s: list[list[float]], batch_size: int, world_si
     if cv is not None and cv > CV_WARN:
         warnings.append(
             f"unstable: throughput varies {cv:.1%} across repeats (CV > {CV_WARN:.0%}); "
-            "check GPU clocks/temperature and other load, or use more steps"
+            "check clocks, temperature and other load on the machine, or use more steps"
         )
 
     steps = np.asarray([t for times in repeats_step_times_s for t in times], dtype=float)
@@ -83,5 +83,8 @@ def summarize(repeats_step_times_s: list[list[float]], batch_size: int, world_si
 
 
 def _ms(seconds: float) -> str:
+    """Three significant digits in ms, without the exponent `.3g` gives from 1000 ms up ("2,550 ms")."""
     value = seconds * 1e3
-    return f"{value:.3g} ms" if math.isfinite(value) else "inf ms"
+    if not math.isfinite(value):
+        return "inf ms"
+    return f"{value:,.0f} ms" if value >= 1000 else f"{value:.3g} ms"

@@ -49,9 +49,14 @@ def _resolve_nproc(gpus: str | None, device: str) -> int:
         except ValueError:
             raise BadInput(f"--gpus takes a number of processes or 'all', not {gpus!r}") from None
     if n < 2:
-        raise BadInput(f"a collective needs at least 2 processes; --gpus {n} (visible CUDA devices: {visible})")
+        seen = f" ({visible} CUDA device(s) visible)" if visible is not None else ""
+        raise BadInput(f"a collective needs at least 2 processes; got --gpus {n}{seen}")
     if visible is not None and n > visible:
         raise BadInput(f"--gpus {n} but only {visible} CUDA device(s) are visible")
+    if visible is None:
+        from dlbench.runner.distributed import check_cpu_process_count
+
+        check_cpu_process_count(n)
     return n
 
 

@@ -10,6 +10,7 @@ Exercised by `dlbench run` (default suite for the device found), `dlbench run -w
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 from pathlib import Path
@@ -147,8 +148,10 @@ def run(
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout, gpus=gpus))
     check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
-    if max_wait < 0:
-        raise BadInput(f"--max-wait must be 0 or more, got {max_wait}")
+    if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
+        raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
+    if not math.isfinite(max_start_temp):
+        raise BadInput(f"--max-start-temp must be a finite temperature in C, got {max_start_temp}")
     if json_path is not None:
         check_writable(json_path)  # before the run, not after an hour of measuring
     err, out = console(stderr=True), console()

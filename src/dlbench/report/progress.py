@@ -66,8 +66,9 @@ class RichProgress(SweepObserver):
             value = result.get("samples_per_s")
             unit = result.get("unit") or "samples"
             text = f"[green]ok[/green] {value:,.1f} {unit}/s" if value is not None else "[green]ok[/green]"
-        else:
-            text = f"[red]{status}[/red]: {result.get('error') or ''}"
+        else:  # a skipped configuration (the hardware cannot run it) is not a failure: no red
+            style = "dim" if status == "skipped" else "red"
+            text = f"[{style}]{status}[/{style}]: {result.get('error') or ''}"
         self.bars.console.print(f"{self.label}: {text}", highlight=False)
         if self.overall is not None:
             self.bars.advance(self.overall)

@@ -15,6 +15,14 @@ def _fmt(value: float | None, fmt: str, scale: float = 1.0) -> str:
     return "-" if value is None else format(value * scale, fmt)
 
 
+def _tflops(flops_per_s: float | None) -> str:
+    """Achieved TFLOP/s with two decimals; below 0.01 (a CPU) three significant digits, never a bare "0.00"."""
+    if flops_per_s is None:
+        return "-"
+    value = flops_per_s * 1e-12
+    return f"{value:.2f}" if value >= 0.01 or value == 0 else f"{value:.2g}"
+
+
 def _throughput(value: float | None) -> str:
     if value is None:
         return "-"
@@ -97,7 +105,7 @@ def _row(r: dict[str, Any]) -> list[str]:
         _fmt(r.get("cv"), ".1%"),
         _fmt(step, ",.1f", 1e3),
         _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),
-        _fmt(r.get("achieved_flops_per_s"), ".2f", 1e-12),
+        _tflops(r.get("achieved_flops_per_s")),
         f"[{style}]{status}[/{style}]" if style else status,
     ]
 
@@ -133,7 +141,8 @@ class _Optional:
 
 OPTIONAL_COLUMNS: tuple[_Optional, ...] = (
     _Optional("samples/s/W", "right", lambda r: _efficiency(r).get("samples_per_s_per_w") is not None, _per_watt_cell),
-    _Optional("vs published", "right", lambda r: bool(r.get("vs_published")),
+    # Only when some result has a ratio or a rank: on a CPU or with --tiny every cell would be "-".
+    _Optional("vs published", "right", lambda r: vs_published_cell(r.get("vs_published")) != "-",
               lambda r: vs_published_cell(r.get("vs_published"))),
 )
 

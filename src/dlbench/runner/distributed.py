@@ -346,7 +346,19 @@ def resolve_gpu_counts(gpus: list[int] | str | None, device: str, cuda_devices: 
             raise BadInput(f"--gpus {max(too_many)} but only {len(cuda_devices)} CUDA device(s) are visible")
     elif device == "mps" and any(n > 1 for n in gpus):
         raise BadInput("--gpus above 1 needs CUDA (NCCL) or the CPU (gloo); MPS has no distributed backend")
+    else:
+        check_cpu_process_count(max(gpus))
     return list(gpus)
+
+
+def check_cpu_process_count(n: int, option: str = "--gpus") -> None:
+    """On the CPU, `--gpus N` starts N processes: refuse more than there are cores (up to 4 are always allowed,
+    so that the gloo path, odd and even world sizes, can be exercised on any machine). Past that the ranks only
+    time-share the cores, and a typo such as 100000 would fork processes until the machine gives out."""
+    limit = max(4, os.cpu_count() or 1)
+    if n > limit:
+        raise BadInput(f"{option} {n} on the CPU starts {n} processes, but this machine has {os.cpu_count()} "
+                       f"cores; use at most {limit}")
 
 
 def global_batch_note(counts: list[int], device: str) -> str | None:

@@ -15,6 +15,7 @@ Defaults, as in the seeds (AIME, Lambda):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -171,8 +172,8 @@ def validate_options(options: RunOptions) -> RunOptions:
     options.batch_size = parse_batch_size(options.batch_size)
     for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--timeout", options.timeout_s)):
-        if value is not None and value <= 0:
-            raise BadInput(f"{flag} must be positive, got {value}")
+        if value is not None and not 0 < value < math.inf:  # also rejects nan, which compares False
+            raise BadInput(f"{flag} must be a positive finite number, got {value}")
     if options.warmup is not None and options.warmup < 0:
         raise BadInput(f"--warmup must be 0 or more, got {options.warmup}")
     from dlbench.runner.distributed import parse_gpus
@@ -286,6 +287,12 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                      f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
                      "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
 
+    if options.batch_size == "auto" and not on_gpu:
+        from dlbench.runner.batch_search import MAX_BATCH_SIZE
+
+        notes.append(f"--batch-size auto on {device}: there is no device-memory limit to find, so the search "
+                     f"doubles up to {MAX_BATCH_SIZE} (one fresh process per probe; minutes, and the host's memory "
+                     "is the only bound). It is meant for GPUs; give --batch-size N here.")
     memory = entry["memory_bytes"] if entry else None
     items: list[PlannedConfig] = []
     for spec in suite:

@@ -18,21 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
-
-
-def set_parent_death_signal() -> None:
-    """Ask Linux to SIGKILL this process when its parent (the torchrun agent) dies, so no rank outlives it."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-    except OSError:
-        pass
+from dlbench.runner.worker import die_with_parent
 
 
 def register_stack_dump(status_dir: Path, rank: int):
@@ -120,7 +106,7 @@ KINDS = {"measure": _measure, "comm": _comm}
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    set_parent_death_signal()
+    die_with_parent()  # SIGKILL when the torchrun agent dies, and exit now if it already has
     job = json.loads(Path(argv[0]).read_text())
 
     from dlbench.runner.distributed import destroy_process_group, detect
