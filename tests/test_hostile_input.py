@@ -10,6 +10,7 @@ import json
 import pytest
 
 from cli_helpers import cli
+from dlbench.errors import BadInput
 
 
 def assert_bad_input(code: int, out: str, err: str, *words: str) -> None:
@@ -319,3 +320,18 @@ def test_comm_one_process_message_has_no_python_none(capsys):
     code, out, err = cli(capsys, "comm", "--device", "cpu", "--gpus", "1")
     assert_bad_input(code, out, err, "at least 2 processes")
     assert "None" not in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--steps", "99999999999999999999"], "--steps must be at most"),
+    (["--warmup", "10000001"], "--warmup must be at most"),
+    (["--batch-size", "99999999999"], "--batch-size must be at most"),
+    (["--gpus", "1,,2"], "empty count"),
+])
+def test_run_rejects_absurd_counts_up_front(args, message):
+    from dlbench.runner.plan import RunOptions, validate_options
+
+    keys = {"--steps": "steps", "--warmup": "warmup", "--batch-size": "batch_size", "--gpus": "gpus"}
+    value = args[1] if args[0] in ("--batch-size", "--gpus") else int(args[1])
+    with pytest.raises(BadInput, match=message):
+        validate_options(RunOptions(**{keys[args[0]]: value}))

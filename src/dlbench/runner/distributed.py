@@ -314,7 +314,7 @@ def parse_gpus(text: str | None) -> list[int] | str | None:
     for part in value.split(","):
         part = part.strip()
         if not part:
-            continue
+            raise BadInput(f"--gpus takes device counts such as 1,2,4 or 'all', not {text!r} (empty count)")
         try:
             n = int(part)
         except ValueError:

@@ -161,6 +161,9 @@ def parse_batch_size(value: str | int | None) -> int | str | None:
     return number
 
 
+MAX_COUNT = 1_000_000
+
+
 def validate_options(options: RunOptions) -> RunOptions:
     """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
     for name in options.precisions:
@@ -176,6 +179,12 @@ def validate_options(options: RunOptions) -> RunOptions:
             raise BadInput(f"{flag} must be a positive finite number, got {value}")
     if options.warmup is not None and options.warmup < 0:
         raise BadInput(f"--warmup must be 0 or more, got {options.warmup}")
+    # Counts beyond these cannot be a benchmark run, and huge ones overflow torch's index type in the worker.
+    for flag, value in (("--steps", options.steps), ("--warmup", options.warmup), ("--repeats", options.repeats),
+                        ("--seq-len", options.seq_len),
+                        ("--batch-size", options.batch_size if isinstance(options.batch_size, int) else None)):
+        if value is not None and value > MAX_COUNT:
+            raise BadInput(f"{flag} must be at most {MAX_COUNT:,}, got {value}")
     from dlbench.runner.distributed import parse_gpus
 
     options.gpus = parse_gpus(options.gpus)
