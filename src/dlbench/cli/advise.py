@@ -20,10 +20,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("advise")
     def advise_command(
-        workload: str = typer.Option(adv.DEFAULT_WORKLOAD, "--workload",
+        workload: str = typer.Option(adv.DEFAULT_WORKLOAD, "--workload", "-w",
                                      help="Workload to rank by: resnet50, bert-base-squad, bert-large-squad, "
                                           "bert-base-mlm, bert-large-mlm."),
-        precision: str = typer.Option(adv.DEFAULT_PRECISION, "--precision",
+        precision: str = typer.Option(adv.DEFAULT_PRECISION, "--precision", "-p",
                                       help="fp32, tf32, amp-fp16 or amp-bf16."),
         min_memory_gb: float | None = typer.Option(None, "--min-memory-gb",
                                                    help="Only GPUs with at least this much memory each (GB)."),

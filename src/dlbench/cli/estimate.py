@@ -21,10 +21,10 @@ def register(app: typer.Typer) -> None:
     @app.command("estimate")
     def estimate_command(
         gpu: str = typer.Option(..., "--gpu", help="GPU name as in `dlbench gpus`."),
-        workload: str = typer.Option(..., "--workload",
+        workload: str = typer.Option(..., "--workload", "-w",
                                      help="Workload: resnet50, bert-base-squad, bert-large-squad, bert-base-mlm, "
                                           "bert-large-mlm."),
-        precision: str = typer.Option(..., "--precision", help="fp32, tf32, amp-fp16 or amp-bf16."),
+        precision: str = typer.Option(..., "--precision", "-p", help="fp32, tf32, amp-fp16 or amp-bf16."),
         gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (data parallel)."),
         spec_only: bool = typer.Option(False, "--spec-only",
                                        help="Use the model even where a published result exists."),

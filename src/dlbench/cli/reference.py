@@ -24,8 +24,8 @@ def register(app: typer.Typer) -> None:
     def list_published(
         gpu: str | None = typer.Option(None, "--gpu",
                                        help="Only this GPU (any spelling: catalogue name, alias or torch name)."),
-        workload: str | None = typer.Option(None, "--workload", help="Only this dlbench workload, e.g. resnet50."),
-        precision: str | None = typer.Option(None, "--precision", help="Only this precision: fp32, tf32, amp-fp16, "
+        workload: str | None = typer.Option(None, "--workload", "-w", help="Only this dlbench workload, e.g. resnet50."),
+        precision: str | None = typer.Option(None, "--precision", "-p", help="Only this precision: fp32, tf32, amp-fp16, "
                                              "amp-bf16."),
         num_gpus: int | None = typer.Option(None, "--num-gpus", help="Only results on this many GPUs."),
         as_json: bool = json_option(),
