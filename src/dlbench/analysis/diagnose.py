@@ -142,11 +142,12 @@ def _estimate_default(gpu: str, workload: str, precision: str, num_gpus: int) ->
 
 
 def _published_for(rows: list[Any], gpu: str, result: dict[str, Any]) -> dict[str, Any] | None:
-    world = result.get("world_size") or 1
-    match = [r for r in rows if r.gpu == gpu and r.workload == result.get("workload")
-             and r.precision == result.get("precision") and r.num_gpus == world
-             and getattr(r, "comparable", True)  # e.g. NVIDIA's seq-512 BERT with sequence binning
-             and (result.get("seq_len") is None or r.seq_len in (None, result.get("seq_len")))]
+    from dlbench.analysis.ranking import matching_published
+
+    # The same like-for-like rule as the run table's "vs published" (workload, precision, sequence length,
+    # GPU count; rows marked not comparable left out), restricted to this GPU.
+    match = [r for r in matching_published(result.get("workload"), result.get("precision"), result.get("seq_len"),
+                                           result.get("world_size") or 1, rows) if r.gpu == gpu]
     if not match:
         return None
     values = [r.samples_per_s for r in match]
