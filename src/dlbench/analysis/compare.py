@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# The fields that identify one measured configuration; two results are compared only when all agree.
-CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "world_size", "flavour")
+from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 
 DEFAULT_ALPHA = 0.05
 
@@ -29,25 +28,6 @@ _ENV_KEYS: tuple[tuple[str, str], ...] = (
     ("cudnn_version", "cuDNN"),
     ("torch_version", "torch"),
 )
-
-
-def config_key(result: dict[str, Any]) -> tuple:
-    """The identity of a result's configuration (missing `flavour` means "full", `world_size` 1)."""
-    defaults = {"flavour": "full", "world_size": 1, "compile": "off"}
-    return tuple(result.get(k) if result.get(k) is not None else defaults.get(k) for k in CONFIG_KEYS)
-
-
-def config_label(result: dict[str, Any]) -> str:
-    """Short readable name, e.g. `resnet50 amp-fp16 compile=default bs=256`."""
-    parts = [str(result.get("workload")), str(result.get("precision")), f"compile={result.get('compile') or 'off'}",
-             f"bs={result.get('batch_size')}"]
-    if result.get("seq_len"):
-        parts.append(f"seq={result['seq_len']}")
-    if (result.get("world_size") or 1) > 1:
-        parts.append(f"x{result['world_size']} GPUs")
-    if result.get("flavour") not in (None, "full"):
-        parts.append(str(result["flavour"]))
-    return " ".join(parts)
 
 
 def measured_step_times(result: dict[str, Any]) -> list[float]:

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from dlbench.analysis.configuration import config_label
 from dlbench.analysis.energy import efficiency, is_throttled, throttle_kind, throttle_shares, usable
 
 # A result within this fraction of its reference counts as "in line"; below it, causes are worth naming.
@@ -184,14 +185,6 @@ def _verdict(ratio: float | None) -> str:
     return "in line"
 
 
-def _label(r: dict[str, Any]) -> str:
-    parts = [str(r.get("workload")), str(r.get("precision")), f"compile={r.get('compile')}",
-             f"bs={r.get('batch_size')}"]
-    if (r.get("world_size") or 1) > 1:
-        parts.append(f"x{r['world_size']}")
-    return " ".join(parts)
-
-
 def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
              canonical: Callable[[str], str | None] | None = None,
              estimate_fn: Callable[[str, str, str, int], dict[str, Any] | None] | None = None) -> dict[str, Any]:
@@ -234,7 +227,7 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
 
     results_out = []
     for r in doc.get("results") or []:
-        entry: dict[str, Any] = {"label": _label(r), "workload": r.get("workload"), "precision": r.get("precision"),
+        entry: dict[str, Any] = {"label": config_label(r), "workload": r.get("workload"), "precision": r.get("precision"),
                                  "compile": r.get("compile"), "batch_size": r.get("batch_size"),
                                  "seq_len": r.get("seq_len"), "world_size": r.get("world_size") or 1,
                                  "status": r.get("status"), "samples_per_s": r.get("samples_per_s"),

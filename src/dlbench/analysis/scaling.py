@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dlbench.analysis.configuration import config_label
+
 # Keys that must agree between the N-device result and its one-device baseline.
 _MATCH_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "flavour")
 
@@ -102,9 +104,7 @@ def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "scaling_efficiency": scaling_efficiency(r["samples_per_s"], n, base) if n > 1 else None,
             })
         first = rows[0]
-        label = f"{first.get('workload')} {first.get('precision')} compile={first.get('compile')} " \
-                f"bs={first.get('batch_size')}/device"
-        series.append({"label": label, **{k: first.get(k) for k in _MATCH_KEYS}, "points": points})
+        series.append({"label": config_label(first, per_device=True), **{k: first.get(k) for k in _MATCH_KEYS}, "points": points})
     return series
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.analysis.compare import CONFIG_KEYS, config_key
+from dlbench.analysis.configuration import CONFIG_KEYS, config_key
 
 _MIXED = ("amp-fp16", "amp-bf16")
 # Baselines for mixed precision, most relevant first: TF32 is what full precision means on Ampere and later.

@@ -72,7 +72,7 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
 
 def published_rows(doc: dict[str, Any], published: list[Any] | None = None) -> list[dict[str, Any]]:
     """Each result of a document with its `vs_published` comparison (the `--published --json` rows)."""
-    from dlbench.analysis.compare import CONFIG_KEYS, config_label
+    from dlbench.analysis.configuration import CONFIG_KEYS, config_label
     from dlbench.analysis.ranking import load_published_rows, result_gpu_name, vs_published_in
 
     if published is None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.analysis.configuration import compile_name  # noqa: F401 - the one wording, shown here too
+
 DASH = "\u2014"
 
 # Display names for the dlbench precision and workload identifiers.
@@ -35,10 +37,6 @@ def workload_name(workload: str, seq_len: int | None = None) -> str:
 
 def precision_name(precision: str) -> str:
     return PRECISION_NAMES.get(precision, precision)
-
-
-def compile_name(mode: str | None) -> str:
-    return "eager" if mode in (None, "off") else f"compile {mode}"
 
 
 def throughput(value: float | None) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench import __version__
+from dlbench.analysis.configuration import config_parts
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -290,12 +291,9 @@ def _where(runs: list[dict[str, Any]]) -> str:
 
 
 def _short_config(r: dict[str, Any]) -> str:
-    parts = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")), f"bs {r.get('batch_size')}"]
-    if r.get("seq_len"):
-        parts.append(f"seq {r['seq_len']}")
-    if (r.get("world_size") or 1) > 1:
-        parts.append(f"{r['world_size']} GPUs")
-    return " \u00b7 ".join(parts)
+    """`AMP FP16 · eager · bs 64 · seq 128`: the configuration under a heading that names the workload."""
+    precision, *rest = config_parts(r, words=True, workload=False)
+    return " \u00b7 ".join([fmt.precision_name(precision), *rest])
 
 
 _ENV_FIELDS = (

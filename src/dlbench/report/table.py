@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.analysis.configuration import config_label
+
 STATUS_STYLE = {"ok": "green", "skipped": "dim", "oom": "red", "error": "red", "timeout": "yellow"}
 
 
@@ -151,7 +153,7 @@ def result_messages(results: list[dict[str, Any]]) -> list[str]:
     """Lines to print under the table: errors of failed configurations and stability warnings."""
     lines: list[str] = []
     for r in results:
-        name = f"{r.get('workload')} {r.get('precision')} compile={r.get('compile')} bs={r.get('batch_size')}"
+        name = config_label(r)
         if r.get("status") not in ("ok", None) and r.get("error"):
             lines.append(f"{name}: {r['status']}: {r['error']}")
         for warning in r.get("warnings") or []:

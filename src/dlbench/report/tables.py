@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.analysis.configuration import config_label
 from dlbench.report import fmt
 
 
@@ -25,7 +26,7 @@ def compare_table(report: dict[str, Any]):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("significant", min_width=11)
     for row in report["rows"]:
-        label = _config_text(row)
+        label = config_label(row, words=True)
         if row["ratio"] is None:
             table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
                           fmt.DASH, fmt.DASH, fmt.DASH, f"[dim]{row['reason']}[/dim]")
@@ -42,19 +43,6 @@ def compare_table(report: dict[str, Any]):
                       fmt.ratio(row["ratio"]), fmt.percent(row["change_pct"] / 100, signed=True),
                       fmt.p_value(max(ps)) if ps else fmt.DASH, verdict)
     return table
-
-
-def _config_text(row: dict[str, Any]) -> str:
-    """`bert-base-squad amp-bf16 eager bs 64 seq 128`: the configuration in words that wrap at spaces."""
-    parts = [str(row.get("workload")), str(row.get("precision")), fmt.compile_name(row.get("compile")),
-             f"bs {row.get('batch_size')}"]
-    if row.get("seq_len"):
-        parts.append(f"seq {row['seq_len']}")
-    if (row.get("world_size") or 1) > 1:
-        parts.append(f"{row['world_size']} GPUs")
-    if row.get("flavour") not in (None, "full"):
-        parts.append(str(row["flavour"]))
-    return " ".join(parts)
 
 
 def published_table(rows: list[dict[str, Any]], run_id: str | None):
@@ -76,7 +64,7 @@ def published_table(rows: list[dict[str, Any]], run_id: str | None):
     for row in rows:
         vs = row["vs_published"]
         rank = f"{vs['rank']} of {vs['rank_of']}" if vs["rank"] is not None else fmt.DASH
-        table.add_row(_config_text(row), fmt.plain(vs["gpu"] or row.get("gpu_name")),
+        table.add_row(config_label(row, words=True), fmt.plain(vs["gpu"] or row.get("gpu_name")),
                       fmt.throughput(row["samples_per_s"]), fmt.throughput(vs["published_median_samples_per_s"]),
                       fmt.ratio(vs["ratio"]), rank, f"[{notes.index(vs['reason']) + 1}]" if vs["reason"] else "")
     return table

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from dlbench.analysis.configuration import config_label
+
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
 PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
@@ -49,12 +51,5 @@ class RunConfig:
 
     @property
     def label(self) -> str:
-        """Short human-readable name, e.g. `resnet50 amp-fp16 compile=default bs=256`."""
-        parts = [self.workload, self.precision, f"compile={self.compile}", f"bs={self.batch_size}"]
-        if self.seq_len:
-            parts.append(f"seq={self.seq_len}")
-        if self.world_size > 1:
-            parts.append(f"x{self.world_size}")
-        if self.flavour != "full":
-            parts.append(self.flavour)
-        return " ".join(parts)
+        """Short human-readable name, e.g. `resnet50 amp-fp16 compile=default bs=256` (`config_label`)."""
+        return config_label(self.to_dict())

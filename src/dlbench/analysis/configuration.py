@@ -1,0 +1,67 @@
+"""What identifies one measured configuration, and how it reads: `dlbench compare A B`, `dlbench run`.
+
+Every display of a configuration (the progress line of `dlbench run`, messages under the results table, the
+rows of `dlbench compare` and `dlbench doctor`, scaling series, report charts) builds its name here, so that one
+configuration reads the same everywhere and two configurations never read alike:
+
+    config_label(result)              # "bert-base-squad amp-fp16 compile=default bs=64 seq=384 x2 tiny"
+    config_label(result, words=True)  # "bert-base-squad amp-fp16 compile default bs 64 seq 384 2 GPUs tiny"
+
+Works on plain dicts (a result, a stored row, `RunConfig.to_dict()`); nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# The fields that identify one measured configuration; two results are compared only when all agree.
+CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "world_size", "flavour")
+
+# What a missing field means (older documents and rows leave them out).
+_DEFAULTS: dict[str, Any] = {"flavour": "full", "world_size": 1, "compile": "off"}
+
+
+def config_key(result: Mapping[str, Any]) -> tuple:
+    """The identity of a result's configuration (missing `flavour` means "full", `world_size` 1)."""
+    return tuple(result.get(k) if result.get(k) is not None else _DEFAULTS.get(k) for k in CONFIG_KEYS)
+
+
+def compile_name(mode: str | None) -> str:
+    """The compile mode in words: "eager" for off (or unknown), else "compile MODE"."""
+    return "eager" if mode in (None, "off") else f"compile {mode}"
+
+
+def config_parts(config: Mapping[str, Any], *, words: bool = False, workload: bool = True,
+                 per_device: bool = False) -> list[str]:
+    """The pieces of `config_label`, for a display that joins them its own way (see there for the arguments)."""
+    compile_mode = config.get("compile") or "off"
+    world_size = config.get("world_size") or 1
+    batch = f"{config.get('batch_size')}{'/device' if per_device else ''}"
+    parts = [str(config.get("workload"))] if workload else []
+    parts.append(str(config.get("precision")))
+    if words:
+        parts += [compile_name(compile_mode), f"bs {batch}"]
+    else:
+        parts += [f"compile={compile_mode}", f"bs={batch}"]
+    if config.get("seq_len"):
+        parts.append(f"seq {config['seq_len']}" if words else f"seq={config['seq_len']}")
+    if world_size > 1 and not per_device:
+        parts.append(f"{world_size} GPUs" if words else f"x{world_size}")
+    if config.get("flavour") not in (None, "full"):
+        parts.append(str(config["flavour"]))
+    return parts
+
+
+def config_label(config: Mapping[str, Any], *, words: bool = False, workload: bool = True,
+                 per_device: bool = False) -> str:
+    """A configuration's name: workload, precision, compile mode, batch size, then what is not the default.
+
+    The sequence length, the GPU count (above one) and the flavour (other than "full") follow when set.
+    `words=False` (default) is the compact form for lines and JSON labels, `resnet50 amp-fp16 compile=default
+    bs=256 x2`; `words=True` reads as words and wraps at spaces in a table cell, `resnet50 amp-fp16 compile
+    default bs 256 2 GPUs` (eager for compile off). `workload=False` leaves the workload out, for a display that
+    already names it. `per_device=True` names a series over GPU counts: the batch size is per device and the GPU
+    count is left out.
+    """
+    return " ".join(config_parts(config, words=words, workload=workload, per_device=per_device))

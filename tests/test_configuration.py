@@ -1,0 +1,53 @@
+"""analysis/configuration.py: one name per configuration, the same in every display."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.analysis.configuration import config_key, config_label, config_parts
+from dlbench.runner.config import RunConfig
+
+BERT_DDP_TINY = {"workload": "bert-base-squad", "precision": "amp-bf16", "compile": "default", "batch_size": 64,
+                 "seq_len": 384, "world_size": 2, "flavour": "tiny"}
+
+
+def test_compact_form_names_what_is_not_the_default():
+    assert config_label({"workload": "resnet50", "precision": "amp-fp16", "compile": "default",
+                         "batch_size": 256}) == "resnet50 amp-fp16 compile=default bs=256"
+    assert config_label(BERT_DDP_TINY) == "bert-base-squad amp-bf16 compile=default bs=64 seq=384 x2 tiny"
+
+
+def test_words_form_for_table_cells():
+    assert config_label(BERT_DDP_TINY, words=True) == "bert-base-squad amp-bf16 compile default bs 64 seq 384 2 GPUs tiny"
+    eager = {**BERT_DDP_TINY, "compile": "off", "world_size": 1, "flavour": "full"}
+    assert config_label(eager, words=True) == "bert-base-squad amp-bf16 eager bs 64 seq 384"
+
+
+@pytest.mark.parametrize("missing", [{}, {"compile": None, "world_size": None, "flavour": None}])
+def test_missing_fields_read_as_their_defaults(missing):
+    row = {"workload": "resnet50", "precision": "fp32", "batch_size": 32, **missing}
+    assert config_label(row) == "resnet50 fp32 compile=off bs=32"
+    assert config_label(row, words=True) == "resnet50 fp32 eager bs 32"
+    assert config_key(row) == ("resnet50", "fp32", "off", 32, None, 1, "full")
+
+
+def test_per_device_series_and_workload_left_out():
+    assert config_label(BERT_DDP_TINY, per_device=True) == "bert-base-squad amp-bf16 compile=default bs=64/device seq=384 tiny"
+    assert config_parts(BERT_DDP_TINY, words=True, workload=False) == [
+        "amp-bf16", "compile default", "bs 64", "seq 384", "2 GPUs", "tiny"]
+
+
+def test_configurations_that_differ_read_differently():
+    """Every identifying field shows: two configurations never share a label (the old copies dropped some)."""
+    variants = [BERT_DDP_TINY] + [{**BERT_DDP_TINY, key: value} for key, value in (
+        ("workload", "bert-large-squad"), ("precision", "fp32"), ("compile", "off"), ("batch_size", 32),
+        ("seq_len", 128), ("world_size", 4), ("flavour", "full"))]
+    for words in (False, True):
+        labels = [config_label(v, words=words) for v in variants]
+        assert len(set(labels)) == len(variants), labels
+
+
+def test_run_config_label_is_the_shared_label():
+    config = RunConfig("bert-base-squad", precision="amp-bf16", compile="default", batch_size=64, seq_len=384,
+                       world_size=2, flavour="tiny")
+    assert config.label == config_label(config.to_dict()) == config_label(BERT_DDP_TINY)
