@@ -11,7 +11,10 @@ size). Columns:
 - compile speed-up = samples/s of this compiled result / the eager result of the same workload, sequence
   length, precision and batch size (blank for eager rows or without an eager partner);
 - AMP speed-up = samples/s of this AMP result / the tf32 result (fp32 where no tf32) of the same workload,
-  sequence length and compile mode; batch sizes may differ (AMP's default batch is twice the tf32 one);
+  sequence length and compile mode; batch sizes may differ (AMP's default batch is twice the tf32 one), the
+  same batch is preferred where measured, else the largest;
+  both pair results as `dlbench report`'s speed-up chart does (`dlbench.analysis.speedups`), looking in the
+  same document first, then in every document from the same GPU;
 - vs published = samples/s / the median published single-GPU figure for the same GPU, workload, sequence
   length and precision (`dlbench.reference.median_for`; blank where none is published).
 No torch is imported; the documents are validated with `dlbench.store.documents.load_document`.
@@ -22,14 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dlbench.analysis.speedups import compile_baseline, precision_baseline
 from dlbench.catalog import lookup, peak_flops_per_s
 from dlbench.reference import median_for
 from dlbench.store.documents import load_document
-
-AMP = ("amp-fp16", "amp-bf16")
 
 
 def _gpu(doc: dict[str, Any]) -> tuple[str | None, Any]:
@@ -48,9 +51,12 @@ def collect(docs: list[dict[str, Any]], sources: list[str] | None = None) -> lis
     same document first, then in all of them (the plan puts tf32 and AMP compiled runs in separate steps).
     """
     rows: list[dict[str, Any]] = []
-    for number, doc in enumerate(docs):
+    gpus = [_gpu(doc) for doc in docs]
+    for number, (doc, (gpu_name, spec)) in enumerate(zip(docs, gpus, strict=True)):
         source = sources[number] if sources else str(number)
-        gpu_name, spec = _gpu(doc)
+        gpu = spec.name if spec is not None else gpu_name
+        same_gpu = [r for d, (name, s) in zip(docs, gpus, strict=True)
+                    if (s.name if s is not None else name) == gpu for r in d.get("results", [])]
         for result in doc.get("results", []):
             if result.get("status") != "ok" or not result.get("samples_per_s"):
                 continue
@@ -70,12 +76,13 @@ def collect(docs: list[dict[str, Any]], sources: list[str] | None = None) -> lis
                 "cv": result.get("cv"),
                 "compile_time_s": result.get("compile_time_s"),
                 "mfu": per_gpu * flops / peak if peak and flops else None,
-                "gpu": spec.name if spec is not None else gpu_name,
+                "gpu": gpu,
                 "source": source,
+                "compile_speedup": _speedup(result, compile_baseline, doc.get("results", []), same_gpu),
+                "amp_speedup": _speedup(result, precision_baseline, doc.get("results", []), same_gpu),
                 "_canonical": spec.name if spec is not None else None,
                 "_tiny": result.get("flavour") == "tiny",
             })
-    _speedups(rows)
     for row in rows:
         published = None
         if row["_canonical"] and not row["_tiny"]:
@@ -88,29 +95,11 @@ def collect(docs: list[dict[str, Any]], sources: list[str] | None = None) -> lis
     return rows
 
 
-def _speedups(rows: list[dict[str, Any]]) -> None:
-    def key(row: dict[str, Any], *fields: str) -> tuple:
-        return (row["gpu"], row["workload"], row["seq_len"], row["world_size"]) + tuple(row[f] for f in fields)
-
-    eager: dict[tuple, float] = {}
-    by_precision: dict[tuple, dict[str, float]] = {}
-    for r in rows:  # first the partner in the same document, then the first one anywhere
-        for scope in (r["source"], None):
-            if r["compile"] == "off":
-                eager.setdefault(key(r, "precision", "batch_size") + (scope,), r["samples_per_s"])
-            by_precision.setdefault(key(r, "compile") + (scope,), {}).setdefault(r["precision"], r["samples_per_s"])
-
-    def find(table: dict[tuple, Any], k: tuple, source: str) -> Any:
-        return table.get(k + (source,)) or table.get(k + (None,))
-
-    for r in rows:
-        base = find(eager, key(r, "precision", "batch_size"), r["source"]) if r["compile"] != "off" else None
-        r["compile_speedup"] = r["samples_per_s"] / base if base else None
-        same_doc = by_precision.get(key(r, "compile") + (r["source"],), {})
-        anywhere = by_precision.get(key(r, "compile") + (None,), {})
-        reference = (same_doc.get("tf32") or same_doc.get("fp32") or anywhere.get("tf32")
-                     or anywhere.get("fp32"))
-        r["amp_speedup"] = r["samples_per_s"] / reference if r["precision"] in AMP and reference else None
+def _speedup(result: dict[str, Any], baseline: Callable[..., dict[str, Any] | None], same_document: list[dict[str, Any]],
+             same_gpu: list[dict[str, Any]]) -> float | None:
+    """samples/s of `result` / its `baseline` partner's, from the same document if it has one, else any."""
+    base = baseline(result, same_document) or baseline(result, same_gpu)
+    return result["samples_per_s"] / base["samples_per_s"] if base else None
 
 
 def _fmt(value: Any, pattern: str) -> str:

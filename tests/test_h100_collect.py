@@ -90,3 +90,14 @@ def test_speedup_partners_prefer_the_same_document(collect_module):
     tf32 = {r["source"]: r["samples_per_s"] for r in rows if r["precision"] == "tf32"}
     for row in (r for r in rows if r["precision"] == "amp-fp16"):
         assert row["amp_speedup"] == pytest.approx(row["samples_per_s"] / tf32[row["source"]])
+
+
+def test_amp_speedup_uses_the_reports_batch_rule(collect_module):
+    """The AMP partner is the one `dlbench report` would pick: tf32 at the same batch where measured."""
+    doc = make_document([make_result("resnet50", "tf32", "off", batch_size=256, step_time_s=0.20, seed=1),
+                         make_result("resnet50", "tf32", "off", batch_size=512, step_time_s=0.36, seed=2),
+                         make_result("resnet50", "amp-fp16", "off", batch_size=512, step_time_s=0.25, seed=3)])
+    rows = collect_module.collect([doc])
+    tf32_512 = next(r for r in rows if r["precision"] == "tf32" and r["batch_size"] == 512)
+    [amp] = [r for r in rows if r["precision"] == "amp-fp16"]
+    assert amp["amp_speedup"] == pytest.approx(amp["samples_per_s"] / tf32_512["samples_per_s"])

@@ -36,29 +36,46 @@ def speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     ok = _ok(results)
     out: list[dict[str, Any]] = []
-    by_no_compile = {}
     for r in ok:
-        if (r.get("compile") or "off") == "off":
-            by_no_compile[_key_without(r, "compile")] = r
+        base = compile_baseline(r, ok)
+        if base is not None:
+            out.append(_entry("compile", r, base, f"compile={r['compile']} vs eager", r["precision"]))
     for r in ok:
-        mode = r.get("compile") or "off"
-        base = by_no_compile.get(_key_without(r, "compile"))
-        if mode != "off" and base is not None:
-            out.append(_entry("compile", r, base, f"compile={mode} vs eager", r["precision"]))
-    by_no_precision: dict[tuple, dict[str, list[dict[str, Any]]]] = {}
-    for r in ok:
-        by_no_precision.setdefault(_key_without(r, "precision", "batch_size"), {}).setdefault(
-            r["precision"], []).append(r)
-    for r in ok:
-        if r["precision"] not in _MIXED:
-            continue
-        group = by_no_precision.get(_key_without(r, "precision", "batch_size"), {})
-        base_precision = next((p for p in _FULL_PRECISION if p in group), None)
-        if base_precision is not None:
+        base = precision_baseline(r, ok)
+        if base is not None:
             context = "eager" if (r.get("compile") or "off") == "off" else f"compile={r['compile']}"
-            out.append(_entry("precision", r, _baseline(group[base_precision], r), f"{r['precision']} vs "
-                              f"{base_precision}", context))
+            out.append(_entry("precision", r, base, f"{r['precision']} vs {base['precision']}", context))
     return out
+
+
+def compile_baseline(result: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The eager result among `candidates` that a compiled `result` is divided by: everything else the same.
+
+    None for an eager `result` or when no such ok result is among `candidates` (the last one wins when several
+    are, as a re-run replaces a run).
+    """
+    if (result.get("compile") or "off") == "off":
+        return None
+    key = _key_without(result, "compile")
+    found = [c for c in _ok(candidates) if (c.get("compile") or "off") == "off" and _key_without(c, "compile") == key]
+    return found[-1] if found else None
+
+
+def precision_baseline(result: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The full-precision result among `candidates` that a mixed-precision `result` is divided by.
+
+    TF32 where measured, else FP32; the same everything but precision and batch size, and of those the same
+    batch size if measured, else the largest batch. None for a full-precision `result` or without a partner.
+    """
+    if result.get("precision") not in _MIXED:
+        return None
+    key = _key_without(result, "precision", "batch_size")
+    same = [c for c in _ok(candidates) if _key_without(c, "precision", "batch_size") == key]
+    for precision in _FULL_PRECISION:
+        found = [c for c in same if c.get("precision") == precision]
+        if found:
+            return _baseline(found, result)
+    return None
 
 
 def _baseline(candidates: list[dict[str, Any]], variant: dict[str, Any]) -> dict[str, Any]:
