@@ -18,6 +18,7 @@ from dlbench.catalog import (
     lookup,
     normalize,
     peak_flops_per_s,
+    resolve,
 )
 from dlbench.catalog.spec import CSV_COLUMNS, GIB
 from dlbench.errors import BadInput
@@ -354,3 +355,16 @@ def test_this_machines_gpu_is_in_the_catalogue():
     assert spec is not None, f"{name!r} not in the catalogue; close: {close_matches(name)}"
     # The catalogue's nominal memory is within a few percent of what the driver reports.
     assert abs(spec.memory_bytes - memory) <= 0.1 * spec.memory_bytes
+
+
+def test_resolve_returns_the_row_or_says_why_not():
+    assert resolve("NVIDIA H100 80GB HBM3") is lookup("H100 SXM5 80GB")
+    with pytest.raises(BadInput, match=r"^unknown GPU 'RTX4090'; close matches: RTX 4090$"):
+        resolve("RTX4090")
+    with pytest.raises(BadInput, match=r"^unknown GPU 'H100'; close matches: .*H100 SXM5 80GB"):
+        resolve("H100")
+    with pytest.raises(BadInput, match=r"^unknown GPU 'xyzzy'; `dlbench gpus` lists every GPU$"):
+        resolve("xyzzy")
+    # Two cards report this name and no memory size tells them apart: both are named, not "unknown".
+    with pytest.raises(BadInput, match=r"matches several GPUs: .*RTX 4060 Ti 8GB.*; name one of them"):
+        resolve("NVIDIA GeForce RTX 4060 Ti")

@@ -335,3 +335,19 @@ def test_run_rejects_absurd_counts_up_front(args, message):
     value = args[1] if args[0] in ("--batch-size", "--gpus") else int(args[1])
     with pytest.raises(BadInput, match=message):
         validate_options(RunOptions(**{keys[args[0]]: value}))
+
+
+@pytest.mark.parametrize("command", [
+    ["gpus", "show", "{gpu}"],
+    ["reference", "list", "--gpu", "{gpu}"],
+    ["estimate", "--gpu", "{gpu}", "-w", "resnet50", "-p", "amp-fp16"],
+    ["cost", "--gpu", "{gpu}", "--cloud-price-per-hour", "2"],
+])
+@pytest.mark.parametrize(("gpu", "message"), [
+    ("RTX4090", "error: unknown GPU 'RTX4090'; close matches: RTX 4090"),
+    ("RTX 4060 Ti", "error: 'RTX 4060 Ti' matches several GPUs: RTX 4060 Ti 8GB, RTX 4060 Ti 16GB; name one of them"),
+])
+def test_every_command_that_takes_a_gpu_name_says_the_same(capsys, command, gpu, message):
+    code, out, err = cli(capsys, *(arg.format(gpu=gpu) for arg in command))
+    assert_bad_input(code, out, err)
+    assert err.strip() == message

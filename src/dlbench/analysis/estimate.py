@@ -57,7 +57,6 @@ from dlbench.analysis.points import (  # noqa: F401
     measured_point,
     points_from_rows,
     published_points,
-    resolve_gpu,
     workload_names,
 )
 from dlbench.errors import BadInput
@@ -118,7 +117,9 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
     `spec_only`; the model's figure is always computed without that GPU's own results, so the two can be
     compared. `exclude` leaves more GPUs out of the calibration (for accuracy tests).
     """
-    spec = resolve_gpu(gpu)
+    from dlbench.catalog import resolve
+
+    spec = resolve(gpu)
     name = gpu_name(spec)
     check_workload(workload)
     check_precision(precision)

@@ -1,7 +1,8 @@
 """Throughput figures the estimator uses: published results and your runs, as points: `dlbench estimate --help`.
 
 Also the light lists of workload and precision names (the torch-side workload registry is not imported: it would
-pull in torch) and the GPU name checks shared by `estimate` and `advise`. Nothing here imports torch.
+pull in torch) and their checks, shared by `estimate` and `advise` (GPU names: `catalog.resolve`). Nothing here
+imports torch.
 """
 
 from __future__ import annotations
@@ -69,18 +70,6 @@ def check_precision(name: str) -> str:
     raise BadInput(f"unknown precision {name!r} (known: {', '.join(PRECISIONS)})")
 
 
-def resolve_gpu(name: str):
-    """The catalogue row for `name`, else BadInput with close matches."""
-    from dlbench import catalog
-
-    spec = catalog.lookup(name)
-    if spec is None:
-        close = catalog.close_matches(name)
-        hint = f"; did you mean {', '.join(close[:3])}?" if close else " (see `dlbench gpus`)"
-        raise BadInput(f"unknown GPU {name!r}{hint}")
-    return spec
-
-
 def gpu_name(spec) -> str:
     return getattr(spec, "name", None) or spec.canonical_name
 
@@ -119,7 +108,9 @@ def published_points() -> tuple[Point, ...]:
 def measured_point(gpu: str, workload: str, precision: str, samples_per_s: float, num_gpus: int = 1,
                    source: str = "dlbench run") -> Point:
     """A point from the user's own run (family "measured"); `gpu` may be any name the catalogue knows."""
-    spec = resolve_gpu(gpu)
+    from dlbench.catalog import resolve
+
+    spec = resolve(gpu)
     return Point(gpu=gpu_name(spec), workload=workload, precision=precision, num_gpus=num_gpus,
                  samples_per_s=float(samples_per_s), kind="measured", source=source, family="measured")
 

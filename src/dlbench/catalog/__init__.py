@@ -16,6 +16,7 @@ from dlbench.catalog.lookup import (
     lookup,
     normalize,
     peak_flops_per_s,
+    resolve,
 )
 from dlbench.catalog.spec import FORM_FACTORS, GpuSpec
 
@@ -29,4 +30,5 @@ __all__ = [
     "lookup",
     "normalize",
     "peak_flops_per_s",
+    "resolve",
 ]

@@ -121,6 +121,25 @@ def lookup(device_name: str, memory_bytes: int | None = None) -> GpuSpec | None:
     return None
 
 
+def resolve(name: str) -> GpuSpec:
+    """The catalogue row for a GPU name a user typed, else `BadInput` saying why, with the names it resembles.
+
+    Every command that takes a GPU name (`gpus show`, `estimate`, `cost`, `reference list --gpu`) resolves it
+    here, so an unknown or ambiguous name gets the same message (and exit code 2) everywhere.
+    """
+    from dlbench.errors import BadInput
+
+    spec = lookup(name)
+    if spec is not None:
+        return spec
+    several = candidates(name)
+    if len(several) > 1:
+        raise BadInput(f"{name!r} matches several GPUs: {', '.join(s.name for s in several)}; name one of them")
+    matches = close_matches(name)
+    hint = f"close matches: {', '.join(matches)}" if matches else "`dlbench gpus` lists every GPU"
+    raise BadInput(f"unknown GPU {name!r}; {hint}")
+
+
 def canonical_name(device_name: str, memory_bytes: int | None = None) -> str | None:
     """The catalogue's canonical name for `device_name`, or None (see `lookup`)."""
     spec = lookup(device_name, memory_bytes)

@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Break-even days between buying a desktop and renting a cloud GPU; electricity and total cost."""
-        from dlbench.analysis.estimate import gpu_name, resolve_gpu
+        from dlbench.analysis.estimate import gpu_name
+        from dlbench.catalog import resolve
 
         costs.check_positive("--cloud-price-per-hour", cloud_price_per_hour)
         costs.check_positive("--system-price", system_price)
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
         costs.check_positive("--electricity-price", electricity_price)
         costs.check_utilization(utilization)
         costs.check_positive("--years", years)
-        spec = resolve_gpu(gpu)
+        spec = resolve(gpu)
         name = gpu_name(spec)
         tdp = getattr(spec, "tdp_w", None)
         if not tdp:

@@ -33,9 +33,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Estimate training samples/s for a GPU, with a low-high band and its basis."""
-        from dlbench.analysis.estimate import estimate, resolve_gpu
+        from dlbench.analysis.estimate import estimate
+        from dlbench.catalog import resolve
 
-        resolve_gpu(gpu)  # an unknown name fails before any database is opened
+        resolve(gpu)  # an unknown name fails before any database is opened
         e = estimate(gpu, workload, precision, num_gpus=gpus, spec_only=spec_only,
                      extra_points=load_points(db, use_runs))
         if e.samples_per_s is None:

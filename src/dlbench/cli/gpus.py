@@ -51,18 +51,6 @@ def _unit(text: str, unit: str) -> str:
     return text if text == "-" else f"{text} {unit}"
 
 
-def _unknown_gpu(name: str) -> BadInput:
-    from dlbench.catalog import candidates, close_matches
-
-    several = candidates(name)
-    if len(several) > 1:
-        names = ", ".join(spec.name for spec in several)
-        return BadInput(f"{name!r} matches several GPUs: {names}; name one of them")
-    matches = close_matches(name)
-    hint = f"; close matches: {', '.join(matches)}" if matches else "; `dlbench gpus` lists every GPU"
-    return BadInput(f"unknown GPU {name!r}{hint}")
-
-
 def select(vendor: str | None, min_memory_gb: float | None, form_factor: str | None, sort: str) -> list[Any]:
     """The catalogue rows passing the filters, sorted; bad filter values raise BadInput."""
     from dlbench.catalog import FORM_FACTORS, all_gpus
@@ -191,11 +179,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Every catalogue field of one GPU, with its sources."""
-        from dlbench.catalog import lookup
+        from dlbench.catalog import resolve
 
-        spec = lookup(name)
-        if spec is None:
-            raise _unknown_gpu(name)
+        spec = resolve(name)
         if as_json:
             print_json(spec.to_dict())
             return

@@ -55,13 +55,9 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
             raise BadInput(f"no published results for workload {workload!r}; published: {', '.join(known)}")
         rows = [r for r in rows if r.workload == workload]
     if gpu is not None:
-        from dlbench import catalog
+        from dlbench.catalog import resolve
 
-        name = catalog.canonical_name(gpu)
-        if name is None:
-            hints = catalog.close_matches(gpu)
-            hint = f"; did you mean: {', '.join(hints)}?" if hints else "; `dlbench gpus` lists the catalogue"
-            raise BadInput(f"unknown GPU {gpu!r}{hint}")
+        name = resolve(gpu).name
         rows = [r for r in rows if r.gpu == name]
     if num_gpus is not None:
         if num_gpus < 1:

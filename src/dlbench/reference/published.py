@@ -92,12 +92,6 @@ def load_published() -> list[PublishedResult]:
     return list(_load())
 
 
-def _resolve_gpu(gpu: str) -> str | None:
-    from dlbench.catalog import canonical_name
-
-    return canonical_name(gpu)
-
-
 def published_for(
     gpu: str | None = None,
     workload: str | None = None,
@@ -113,7 +107,9 @@ def published_for(
     """
     canonical = None
     if gpu is not None:
-        canonical = _resolve_gpu(gpu)
+        from dlbench.catalog import canonical_name
+
+        canonical = canonical_name(gpu)
         if canonical is None:
             return []
     return [
