@@ -51,3 +51,20 @@ def test_run_config_label_is_the_shared_label():
     config = RunConfig("bert-base-squad", precision="amp-bf16", compile="default", batch_size=64, seq_len=384,
                        world_size=2, flavour="tiny")
     assert config.label == config_label(config.to_dict()) == config_label(BERT_DDP_TINY)
+
+
+def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
+    from dlbench.analysis import points
+    from dlbench.errors import BadInput
+    from dlbench.runner.capabilities import unsupported_reason
+    from dlbench.runner.config import check_compile_mode, check_precision
+
+    assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"
+    with pytest.raises(BadInput) as bad_precision:
+        check_precision("fp8")
+    assert str(bad_precision.value) == "unknown precision 'fp8'; choose from: fp32, tf32, amp-fp16, amp-bf16"
+    assert points.check_precision is check_precision  # estimate and advise
+    assert unsupported_reason(RunConfig("resnet50", precision="fp8")) == str(bad_precision.value)
+    with pytest.raises(BadInput, match="^unknown compile mode 'fast'; choose from: off, default"):
+        check_compile_mode("fast")
+    assert unsupported_reason(RunConfig("resnet50", compile="fast")).startswith("unknown compile mode 'fast'")

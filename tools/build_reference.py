@@ -62,7 +62,6 @@ WORKLOAD_PATTERNS = (
     (re.compile(r"^bert-(base|large)-pretrain(\d+)$"), lambda m: (f"bert-{m[1]}-mlm", int(m[2]))),
 )
 
-PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 PRE_AMPERE = ("Volta", "Turing")
 
 
@@ -90,6 +89,7 @@ def map_gpu(source: str, listed: str) -> tuple[str, str]:
 
 def build_rows(source_path: Path) -> list[dict[str, str]]:
     from dlbench.catalog import lookup
+    from dlbench.runner.config import PRECISIONS
 
     rows = []
     with source_path.open(newline="", encoding="utf-8") as handle:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from dlbench.errors import BadInput
+from dlbench.runner.config import PRECISIONS, check_precision  # noqa: F401 - re-exported: light, no torch
 
 # dlbench's workload names (the torch-side registry is not imported here: it would pull in torch) with the
 # sequence length a published row must have to be comparable (CONTRACTS: bert-*-squad384 -> seq 384,
@@ -26,7 +27,6 @@ WORKLOAD_SEQ_LEN: dict[str, int | None] = {
     "bert-large-mlm": 128,
 }
 WORKLOAD_UNITS = {"resnet50": "images"}  # others: sequences
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,6 @@ def check_workload(name: str) -> str:
     close = difflib.get_close_matches(name, workload_names(), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise BadInput(f"unknown workload {name!r}{hint} (known: {', '.join(workload_names())})")
-
-
-def check_precision(name: str) -> str:
-    if name in PRECISIONS:
-        return name
-    raise BadInput(f"unknown precision {name!r} (known: {', '.join(PRECISIONS)})")
 
 
 def gpu_name(spec) -> str:

@@ -42,12 +42,11 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
                      num_gpus: int | None = None, published: list[Any] | None = None) -> list[Any]:
     """Published rows matching every given filter; an unknown GPU, workload or precision is `BadInput`."""
     from dlbench.analysis.ranking import load_published_rows
-    from dlbench.runner.config import PRECISIONS
+    from dlbench.runner.config import check_precision
 
     rows = load_published_rows() if published is None else published
     if precision is not None:
-        if precision not in PRECISIONS:
-            raise BadInput(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        check_precision(precision)
         rows = [r for r in rows if r.precision == precision]
     if workload is not None:
         known = sorted({r.workload for r in (load_published_rows() if published is None else published)})

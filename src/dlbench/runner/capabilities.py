@@ -23,7 +23,8 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from dlbench.runner.config import COMPILE_MODES, PRECISIONS
+from dlbench.errors import BadInput
+from dlbench.runner.config import check_compile_mode, check_precision
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
@@ -145,10 +146,11 @@ def _compile_reason(mode: str, device: str) -> str | None:
 
 def unsupported_reason(config: RunConfig) -> str | None:
     """Why this machine cannot run `config` (one line), or None when it can."""
-    if config.precision not in PRECISIONS:
-        return f"unknown precision {config.precision!r}; choose from: {', '.join(PRECISIONS)}"
-    if config.compile not in COMPILE_MODES:
-        return f"unknown compile mode {config.compile!r}; choose from: {', '.join(COMPILE_MODES)}"
+    try:
+        check_precision(config.precision)
+        check_compile_mode(config.compile)
+    except BadInput as exc:
+        return str(exc)
     device = resolve_device(config.device)
     return (
         _device_reason(device)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dlbench.errors import BadInput
-from dlbench.runner.config import COMPILE_MODES, PRECISIONS, RunConfig
+from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
 GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")
@@ -167,11 +167,9 @@ MAX_COUNT = 1_000_000
 def validate_options(options: RunOptions) -> RunOptions:
     """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
     for name in options.precisions:
-        if name not in PRECISIONS:
-            raise BadInput(f"unknown precision {name!r}; choose from: {', '.join(PRECISIONS)}")
+        check_precision(name)
     for name in options.compile_modes:
-        if name not in COMPILE_MODES:
-            raise BadInput(f"unknown compile mode {name!r}; choose from: {', '.join(COMPILE_MODES)}")
+        check_compile_mode(name)
     options.batch_size = parse_batch_size(options.batch_size)
     for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--timeout", options.timeout_s)):
