@@ -84,17 +84,11 @@ def telemetry_block(seconds: float = 5.0, interval_s: float = 0.1, power_limit_w
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    """Run `dlbench ARGV` in this process the way the console script does; returns (exit code, out, err)."""
-    from dlbench.cli.app import main
+    """`cli_helpers.cli` with what was printed before it dropped: (exit code, out, err) of this command only."""
+    from cli_helpers import cli
 
     capsys.readouterr()
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return cli(capsys, *argv)
 
 
 def sample_document() -> dict[str, Any]:

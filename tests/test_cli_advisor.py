@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from cli_helpers import cli
 from dlbench import catalog
-from dlbench.cli.app import main
 
 SEED_COST = ["cost", "--gpu", "RTX 3090", "--cloud-price-per-hour", "2.14", "--system-price", "2200",
              "--electricity-price", "0.12", "--host-power-w", "100", "--utilization", "0.15"]
@@ -25,13 +25,7 @@ def run(capsys):
     """Run `dlbench ARGS` in this process through `main` (as the console script does)."""
 
     def _run(args):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code or 0
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
+        return Result(*cli(capsys, *args))
 
     return _run
 

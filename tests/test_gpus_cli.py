@@ -8,19 +8,13 @@ import sys
 
 import pytest
 
+from cli_helpers import cli
 from dlbench.catalog import all_gpus
 from dlbench.catalog.spec import GIB
-from dlbench.cli.app import main
 
 
 def run_cli(args, capsys):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli(capsys, *args)
 
 
 def test_list_json_has_every_gpu_in_si_units(capsys):
