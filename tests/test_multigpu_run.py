@@ -28,6 +28,16 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return base
 
 
+def _fake_gpu_env(home: Path, tmp_path: Path) -> dict[str, str]:
+    """`_env` plus a sitecustomize.py that gives rank r fake GPU r in every process (`fake_gpu_ranks`)."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text("import fake_gpu_ranks\nfake_gpu_ranks.install()\n")
+    environ = _env(home)
+    environ["PYTHONPATH"] = str(site) + os.pathsep + environ["PYTHONPATH"]
+    return environ
+
+
 def _stored(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((home / "results").glob("*.json"))]
 
@@ -52,16 +62,55 @@ def test_gpus_1_2_measures_both_and_scaling_efficiency(isolated_home, tmp_path):
     assert two["ddp"] == {"gradient_as_bucket_view": True, "find_unused_parameters": False, "static_graph": True}
 
 
+def test_every_rank_samples_its_own_gpu_and_rank_0_reports_the_group(isolated_home, tmp_path, capsys):
+    import fake_gpu_ranks
+    from cli_helpers import cli
+
+    out = tmp_path / "run.json"
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", "--gpus", "2",
+                           *STEPS, "--json", str(out)], capture_output=True, text=True, timeout=240,
+                          env=_fake_gpu_env(isolated_home, tmp_path))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "throttled (1 of 2 GPUs)" in proc.stdout  # the run table's perf/W cell
+    (result,) = json.loads(out.read_text())["results"]
+    tel = result["telemetry"]
+    assert tel["available"] is True and result["telemetry_reason"] is None
+    gpus = tel["per_gpu"]
+    assert [(g["rank"], g["device_index"], g["uuid"]) for g in gpus] == [
+        (0, 0, fake_gpu_ranks.UUIDS[0]), (1, 1, fake_gpu_ranks.UUIDS[1])]
+    assert [g["power_mean_w"] for g in gpus] == pytest.approx(list(fake_gpu_ranks.POWER_W))
+    assert tel["power_mean_w"] == pytest.approx(sum(fake_gpu_ranks.POWER_W))
+    assert tel["energy_j"] == pytest.approx(gpus[0]["energy_j"] + gpus[1]["energy_j"])
+    assert tel["temperature_max_c"] == max(fake_gpu_ranks.TEMPERATURE_C)
+    assert tel["throttle_reason_ranks"] == {"sw_thermal_slowdown": [1]}
+    assert all(g["series"]["power_w"] for g in gpus) and "series" not in tel
+    total_w = sum(g["energy_j"] / g["duration_s"] for g in gpus)  # each GPU's energy over its own window
+    assert tel["samples_per_s_per_w"] == pytest.approx(result["samples_per_s"] / total_w)
+    # The throttling GPU is named where the user looks.
+    code, report, err = cli(capsys, "doctor", str(out))
+    report = " ".join(report.split())
+    assert "thermal throttling" in report and f"GPU 1 on {gpus[1]['hostname']} in 100% of its samples" in report
+    assert "slowest GPU sets the pace" in report
+    assert cli(capsys, "results", "import", str(out))[0] == 0
+    code, shown, err = cli(capsys, "results", "show", "latest")
+    assert code == 0, err
+    assert f"GPU 0 on {gpus[0]['hostname']}" in shown and "sw_thermal_slowdown 100%" in shown
+
+
 def test_torchrun_two_processes_store_one_run(isolated_home, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                            "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS],
-                          capture_output=True, text=True, timeout=240, env=_env(isolated_home))
+                          capture_output=True, text=True, timeout=240, env=_fake_gpu_env(isolated_home, tmp_path))
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert proc.stdout.count("dlbench run under torchrun") == 1  # rank 0 alone prints
     docs = _stored(isolated_home)
     assert len(docs) == 1
     (result,) = docs[0]["results"]
     assert result["status"] == "ok" and result["world_size"] == 2 and len(result["ranks"]) == 2
+    # Every rank sampled its own (fake) GPU, and rank 0 stored the group's telemetry.
+    tel = result["telemetry"]
+    assert [g["rank"] for g in tel["per_gpu"]] == [0, 1] and tel["throttle_reason_ranks"] == {"sw_thermal_slowdown": [1]}
+    assert tel["power_mean_w"] == pytest.approx(sum(g["power_mean_w"] for g in tel["per_gpu"]))
 
 
 def test_two_torchrun_agents_make_one_two_node_run(isolated_home):

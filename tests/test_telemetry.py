@@ -240,7 +240,7 @@ def test_combine_ranks_adds_power_and_keeps_the_worst_throttling():
     assert both["power_mean_w"] == pytest.approx(650.0)
     assert both["gpu_names"] == ["NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090"]
     assert both["throttle_reasons"]["hw_thermal_slowdown"] == 1.0
-    assert "series" not in both["per_gpu"][0]
+    assert both["per_gpu"][1]["series"] == b["series"]  # each GPU keeps its raw readings, as one GPU does
     assert combine_ranks([{"available": False, "reason": "cpu"}])["available"] is False
 
 

@@ -4,7 +4,9 @@
 throughput compares with published results for the same GPU (`dlbench.reference`) and with the catalogue's
 spec-based estimate (`dlbench.analysis.estimate`), plus the likely causes its telemetry shows: thermal or power
 throttling, a reduced power limit, a narrow PCIe link, a GPU shared with another process, CPU-bound small
-batches, compile off, mixed GPU models. Advice quotes seed 001 (Tim Dettmers) where it applies.
+batches, compile off, mixed GPU models. In a data-parallel run each per-GPU cause names the GPU(s) it concerns
+(`GPU 3 on nodeB (rank 11)`), and the hottest GPU is named. Advice quotes seed 001 (Tim Dettmers) where it
+applies.
 
 No torch here; the published results, GPU-name lookup and estimator are injectable so tests need no data files.
 """
@@ -16,7 +18,16 @@ from collections.abc import Callable
 from typing import Any
 
 from dlbench.analysis.configuration import config_label
-from dlbench.analysis.energy import efficiency, is_throttled, throttle_kind, throttle_shares, usable
+from dlbench.analysis.energy import (
+    efficiency,
+    gpu_label,
+    gpus_of,
+    is_group,
+    is_throttled,
+    throttle_kind,
+    throttle_shares,
+    usable,
+)
 
 # A result within this fraction of its reference counts as "in line"; below it, causes are worth naming.
 IN_LINE_TOLERANCE = 0.10
@@ -24,6 +35,12 @@ IN_LINE_TOLERANCE = 0.10
 LOW_UTILIZATION_PCT = 80.0
 # AIME starts its benchmarks below 50 C (seed 000).
 START_TEMPERATURE_LIMIT_C = 50.0
+# In a data-parallel group, a GPU this much hotter than the coolest one is named even when it did not throttle
+# (dlbench's choice: a few degrees is normal between a card's neighbours; 10 C is a cooling difference).
+HOT_SPREAD_C = 10.0
+# How many GPUs a group finding names before it says "and N more".
+NAMED_GPUS = 4
+PACE = "in data-parallel training the slowest GPU sets the pace"
 
 ADVICE_COOLING = ("Seed 001: a GPU above about 80 C throttles itself, mostly when GPUs sit next to each other. Space "
                   "them (PCIe extenders gave 10-30 C lower temperatures) or use blower-style coolers; case design "
@@ -33,6 +50,10 @@ ADVICE_POWER_LIMIT = ("Seed 001: power limits cost less than one expects (50 W b
                       "`nvidia-smi -q -d POWER`; restore with `sudo nvidia-smi -pl <watts>`.")
 ADVICE_PCIE = ("Seed 001: x8 or x4 links cost about 5-10% when 4 GPUs train together and little for 1-2 GPUs; "
                "with dlbench's synthetic data on the GPU a single-GPU run hardly uses the link.")
+ADVICE_POWER_CAP = ("Normal for a GPU at full load near its limit; a lower-than-default limit or a power-brake "
+                    "signal (PSU, cables) makes it worse.")
+ADVICE_HARDWARE = ("Check power cables and the PSU's capacity, and cooling; seed 001 sizes a 4-GPU build's PSU at "
+                   "the GPUs' total TDP plus the host.")
 
 
 def _finding(cause: str, severity: str, message: str, advice: str | None = None) -> dict[str, Any]:
@@ -51,6 +72,8 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
         reason = (tel or {}).get("reason") or result.get("telemetry_reason") or "not recorded"
         out.append(_finding("no_telemetry", "info", f"no telemetry for this configuration ({reason}): power, "
                             "temperature and clock causes cannot be checked"))
+    elif is_group(tel):
+        out += group_findings(tel)
     else:
         shares = throttle_shares(tel)
         kinds = throttle_kind(tel)
@@ -68,24 +91,20 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(_finding("power_throttling", "warn" if share >= 0.5 else "info",
                                 f"power throttling: the power cap held clocks down in {_pct(share)} of the "
                                 f"samples{detail}",
-                                "Normal for a GPU at full load near its limit; a lower-than-default limit or a "
-                                "power-brake signal (PSU, cables) makes it worse."))
+                                ADVICE_POWER_CAP))
         if "hardware" in kinds:
             out.append(_finding("hardware_slowdown", "warn",
                                 f"hardware slowdown in {_pct(shares.get('hw_slowdown', 0.0))} of the samples "
                                 "(overheating, power brake or an external signal)",
-                                "Check power cables and the PSU's capacity, and cooling; seed 001 sizes a 4-GPU "
-                                "build's PSU at the GPUs' total TDP plus the host."))
+                                ADVICE_HARDWARE))
         limit, default = tel.get("power_limit_w"), tel.get("default_power_limit_w")
         if limit and default and limit < default - 1.0:
             out.append(_finding("reduced_power_limit", "warn",
                                 f"power limit {limit:.0f} W is below the default {default:.0f} W "
                                 f"({_pct(1 - limit / default)} lower)", ADVICE_POWER_LIMIT))
-        wmin, wmax = tel.get("pcie_link_width_min"), tel.get("pcie_link_width_max")
-        gmin, gmax = tel.get("pcie_link_gen_min"), tel.get("pcie_link_gen_max")
-        narrow = (wmin is not None and wmax is not None and wmin < wmax) or (
-            gmin is not None and gmax is not None and gmin < gmax)
-        if narrow:
+        if _narrow_link(tel):
+            gmin, wmin = tel.get("pcie_link_gen_min"), tel.get("pcie_link_width_min")
+            gmax, wmax = tel.get("pcie_link_gen_max"), tel.get("pcie_link_width_max")
             multi = (result.get("world_size") or 1) > 1
             out.append(_finding("narrow_pcie_link", "warn" if multi else "info",
                                 f"PCIe link ran at gen{gmin} x{wmin} during the measurement (the GPU supports "
@@ -96,11 +115,13 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
                                 f"{len(others)} other process(es) used the GPU during the measurement "
                                 f"(pid {', '.join(str(p) for p in others[:5])})",
                                 "A shared GPU gives slower, noisier numbers: benchmark on an idle GPU."))
+    if usable(tel):
         util = tel.get("gpu_utilization_mean_pct")
         if util is not None and util < LOW_UTILIZATION_PCT:
             bs = result.get("batch_size")
+            what = "the GPUs were" if is_group(tel) else "the GPU was"
             out.append(_finding("cpu_bound", "warn",
-                                f"the GPU was busy only {util:.0f}% of the time (batch {bs}): the host could not "
+                                f"{what} busy only {util:.0f}% of the time (batch {bs}): the host could not "
                                 "launch work fast enough",
                                 "Use a larger batch (--batch-size auto finds the largest that fits) or "
                                 "torch.compile (reduce-overhead uses CUDA graphs) to cut per-step launch cost."))
@@ -117,6 +138,98 @@ def telemetry_findings(result: dict[str, Any]) -> list[dict[str, Any]]:
                             f"{START_TEMPERATURE_LIMIT_C:.0f} C)",
                             "Let the GPU cool between configurations (dlbench run --max-start-temp)."))
     return out
+
+
+def _names(parts: list[str], total: int) -> str:
+    """The GPUs a finding concerns, one part each (`GPU 3 on a in 40% of its samples`), at most NAMED_GPUS of
+    them and `and N more`, with `(k of N GPUs)` when several but not all GPUs are concerned."""
+    shown = ", ".join(parts[:NAMED_GPUS]) + (f" and {len(parts) - NAMED_GPUS} more" if len(parts) > NAMED_GPUS
+                                              else "")
+    return shown + (f" ({len(parts)} of {total} GPUs)" if 1 < len(parts) < total else "")
+
+
+_THROTTLE_KINDS = (  # kind, cause, NVML reasons, what held the clocks down
+    ("thermal", "thermal_throttling", ("sw_thermal_slowdown", "hw_thermal_slowdown"), "temperature"),
+    ("power", "power_throttling", ("sw_power_cap", "hw_power_brake_slowdown"), "the power cap"),
+    ("hardware", "hardware_slowdown", ("hw_slowdown",), "a hardware slowdown"),
+)
+
+
+def group_findings(tel: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-GPU causes in a data-parallel group's telemetry, each naming the GPU(s) it concerns."""
+    out: list[dict[str, Any]] = []
+    gpus = gpus_of(tel)
+    good = [g for g in gpus if usable(g)]
+    for kind, cause, reasons, what in _THROTTLE_KINDS:
+        hit = [(max(throttle_shares(g).get(r, 0.0) for r in reasons), g) for g in good
+               if kind in throttle_kind(g)]
+        if not hit:
+            continue
+        hit.sort(key=lambda sg: -sg[0])
+        parts = []
+        for share, g in hit:
+            tmax = g.get("temperature_max_c")
+            parts.append(f"{gpu_label(g)} in {_pct(share)} of its samples"
+                         + (f", up to {tmax:.0f} C" if kind == "thermal" and tmax is not None else ""))
+        advice = {"thermal": ADVICE_COOLING, "power": ADVICE_POWER_CAP, "hardware": ADVICE_HARDWARE}[kind]
+        severity = "warn" if kind != "power" or hit[0][0] >= 0.5 else "info"
+        out.append(_finding(cause, severity, f"{kind} throttling ({what} held the clocks down) on "
+                            f"{_names(parts, len(gpus))}; {PACE}", advice))
+    hot = sorted((g for g in good if g.get("temperature_max_c") is not None), key=lambda g: g["temperature_max_c"])
+    if len(hot) > 1 and hot[-1]["temperature_max_c"] - hot[0]["temperature_max_c"] >= HOT_SPREAD_C:
+        top, low = hot[-1], hot[0]
+        out.append(_finding("uneven_temperature", "info",
+                            f"{gpu_label(top)} ran hottest, up to {top['temperature_max_c']:.0f} C, "
+                            f"{top['temperature_max_c'] - low['temperature_max_c']:.0f} C above the coolest "
+                            f"({gpu_label(low)}, {low['temperature_max_c']:.0f} C); {PACE}", ADVICE_COOLING))
+    limited = [g for g in good if g.get("power_limit_w") and g.get("default_power_limit_w")
+               and g["power_limit_w"] < g["default_power_limit_w"] - 1.0]
+    if limited:
+        parts = [f"{gpu_label(g)} ({g['power_limit_w']:.0f} W of {g['default_power_limit_w']:.0f} W)"
+                 for g in limited]
+        out.append(_finding("reduced_power_limit", "warn", "power limit below the default on "
+                            + _names(parts, len(gpus)), ADVICE_POWER_LIMIT))
+    narrow = [g for g in good if _narrow_link(g)]
+    if narrow:
+        parts = [f"{gpu_label(g)} (gen{g.get('pcie_link_gen_min')} x{g.get('pcie_link_width_min')} of "
+                 f"gen{g.get('pcie_link_gen_max')} x{g.get('pcie_link_width_max')})" for g in narrow]
+        out.append(_finding("narrow_pcie_link", "warn", "PCIe link below its maximum during the measurement on "
+                            + _names(parts, len(gpus)), ADVICE_PCIE))
+    shared = [g for g in good if g.get("other_processes")]
+    if shared:
+        parts = [f"{gpu_label(g)} (pid {', '.join(str(p) for p in g['other_processes'][:5])})" for g in shared]
+        out.append(_finding("shared_gpu", "warn", "other processes used " + _names(parts, len(gpus)),
+                            "A shared GPU gives slower, noisier numbers: benchmark on idle GPUs."))
+    missing = [g for g in gpus if not usable(g)]
+    if missing:
+        parts = [f"{gpu_label(g)} ({g.get('reason') or 'not recorded'})" for g in missing]
+        out.append(_finding("no_telemetry", "info", "no telemetry from " + _names(parts, len(gpus))
+                            + ": the group's power and energy are not totalled"))
+    return out
+
+
+def _narrow_link(tel: dict[str, Any]) -> bool:
+    wmin, wmax = tel.get("pcie_link_width_min"), tel.get("pcie_link_width_max")
+    gmin, gmax = tel.get("pcie_link_gen_min"), tel.get("pcie_link_gen_max")
+    return (wmin is not None and wmax is not None and wmin < wmax) or (
+        gmin is not None and gmax is not None and gmin < gmax)
+
+
+def hottest_gpu(tel: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The GPU of a group that reached the highest temperature (None for one GPU or without readings)."""
+    hot = [g for g in gpus_of(tel) if usable(g) and g.get("temperature_max_c") is not None]
+    return max(hot, key=lambda g: g["temperature_max_c"]) if hot else None
+
+
+def _gpu_summary(g: dict[str, Any]) -> dict[str, Any]:
+    """One GPU of a group in `doctor --json`: who it is and its headline figures."""
+    out = {"gpu": gpu_label(g), "rank": g.get("rank"), "hostname": g.get("hostname"),
+           "device_index": g.get("device_index"), "uuid": g.get("uuid"), "name": g.get("name")}
+    if not usable(g):
+        return {**out, "available": False, "reason": g.get("reason")}
+    return {**out, "available": True, "power_mean_w": g.get("power_mean_w"),
+            "temperature_max_c": g.get("temperature_max_c"), "sm_clock_mean_mhz": g.get("sm_clock_mean_mhz"),
+            "throttle_share": g.get("throttle_share"), "throttled": is_throttled(g)}
 
 
 def _canonical_default(name: str, memory_bytes: int | None = None) -> str | None:
@@ -270,6 +383,11 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                                   eff["samples_per_s_per_w"], "temperature_max_c": tel.get("temperature_max_c"),
                                   "sm_clock_mean_mhz": tel.get("sm_clock_mean_mhz"),
                                   "throttle_share": tel.get("throttle_share"), "throttled": is_throttled(tel)}
+            if is_group(tel):
+                hottest = hottest_gpu(tel)
+                entry["telemetry"].update(num_gpus=tel.get("num_gpus"),
+                                          hottest_gpu=gpu_label(hottest) if hottest else None,
+                                          per_gpu=[_gpu_summary(g) for g in gpus_of(tel)])
         results_out.append(entry)
 
     _compare_compile(results_out)

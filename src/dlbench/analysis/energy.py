@@ -5,7 +5,8 @@
     eff["samples_per_s_per_w"], eff["energy_per_sample_j"], eff["throttled"]
 
 No torch here. Inputs are the `telemetry` block of `dlbench.telemetry.sampler` (one GPU), or the block that
-`combine_ranks()` makes from the blocks of every rank of a data-parallel run.
+`combine_ranks()` makes from the blocks of every rank of a data-parallel run (totals over the GPUs, and each
+GPU's own block under `per_gpu`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ def usable(telemetry: dict[str, Any] | None) -> bool:
 
 
 def average_power_w(telemetry: dict[str, Any]) -> float | None:
-    """Mean power over the measured window: energy / duration where both exist, else the sampled mean."""
+    """Mean power over the measured window: energy / duration where both exist, else the sampled mean.
+
+    A group's is the sum of its GPUs' (each over its own window), or None unless every GPU has one."""
+    gpus = gpus_of(telemetry)
+    if gpus:
+        powers = [average_power_w(g) if usable(g) else None for g in gpus]
+        return sum(powers) if all(p is not None for p in powers) else None
     energy, duration = telemetry.get("energy_j"), telemetry.get("duration_s")
     if energy is not None and duration:
         return energy / duration
@@ -77,16 +84,19 @@ def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
     `telemetry` should be `combine_ranks()` of the ranks' blocks); `measured_time_s` the summed measured step
     time, used for the energy of the measured steps and to warn when telemetry covered too little of it.
     Returns `energy_per_sample_j`, `samples_per_s_per_w`, `average_power_w`, `energy_measured_j`,
-    `throttled`, `throttle_kind`, `warnings`; figures are None when they cannot be known.
+    `throttled`, `throttle_kind`, `throttled_gpus` (a group's throttled GPUs, named by `gpu_label`),
+    `warnings`; figures are None when they cannot be known.
     """
     out: dict[str, Any] = {"energy_per_sample_j": None, "samples_per_s_per_w": None, "average_power_w": None,
-                           "energy_measured_j": None, "throttled": None, "throttle_kind": [], "warnings": []}
+                           "energy_measured_j": None, "throttled": None, "throttle_kind": [],
+                           "throttled_gpus": [], "warnings": []}
     if not usable(telemetry):
         return out
     power = average_power_w(telemetry)
     out["average_power_w"] = power
     out["throttled"] = is_throttled(telemetry)
     out["throttle_kind"] = throttle_kind(telemetry)
+    out["throttled_gpus"] = [gpu_label(g) for g in throttled_gpus(telemetry)]
     if power and samples_per_s and samples_per_s > 0:
         out["energy_per_sample_j"] = power / samples_per_s
         out["samples_per_s_per_w"] = samples_per_s / power
@@ -101,63 +111,131 @@ def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
     return out
 
 
-def combine_ranks(blocks: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """One telemetry block for a data-parallel run from the blocks of its ranks (one GPU each).
+def gpu_label(gpu: dict[str, Any]) -> str:
+    """How a GPU of a group is named to the user: `GPU 3 on nodeA`, plus `(rank 11)` where the rank differs
+    from the device index (every node after the first)."""
+    index, host, rank = gpu.get("device_index"), gpu.get("hostname"), gpu.get("rank")
+    if index is None:
+        return f"rank {rank}" + (f" on {host}" if host else "")
+    label = f"GPU {index}" + (f" on {host}" if host else "")
+    return label + (f" (rank {rank})" if rank is not None and rank != index else "")
 
-    Power and energy add up; temperatures take the maximum; clocks and utilisation average; throttle
-    shares take each reason's maximum over GPUs (the slowest GPU sets the pace). `per_gpu` keeps the blocks
-    without their series; `gpu_names` lists the models (more than one name means mixed GPUs).
+
+def _device_index(block: dict[str, Any], rank: dict[str, Any]) -> int | None:
+    cuda = (block.get("gpu") or {}).get("cuda_index")
+    if cuda is not None:
+        return cuda
+    device = str(rank.get("device") or "")
+    if ":" in device and device.split(":", 1)[1].isdigit():
+        return int(device.split(":", 1)[1])
+    return rank.get("local_rank") if device.startswith(("cuda", "gpu")) else None
+
+
+def _identity(i: int, block: dict[str, Any], rank: dict[str, Any]) -> dict[str, Any]:
+    """Which GPU a per-rank block describes: rank, node, host, device index, UUID and model."""
+    gpu = block.get("gpu") or {}
+    return {"rank": rank.get("rank", i), "node_rank": rank.get("node_rank"), "hostname": rank.get("hostname"),
+            "device": rank.get("device"), "device_index": _device_index(block, rank),
+            "uuid": gpu.get("uuid") or rank.get("gpu_uuid"), "name": gpu.get("name") or rank.get("gpu_name")}
+
+
+def combine_ranks(blocks: list[dict[str, Any] | None], ranks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One telemetry block for a data-parallel group from the blocks of its ranks (one GPU each).
+
+    `ranks[i]` says where block i was sampled, in the form of a result's `ranks` entries (`rank`, `local_rank`,
+    `node_rank`, `hostname`, `device`, `gpu_name`, `gpu_uuid`); default: rank i. A missing block (None) counts
+    as a GPU without telemetry.
+
+    Power and energy add up over the GPUs (null unless every GPU of the group reported them: a partial sum is
+    not the group's); temperatures take the maximum; clocks and utilisation average; each throttle reason takes
+    its largest share over the GPUs and `throttle_reason_ranks` lists the ranks that saw it (the slowest GPU
+    sets the pace). `per_gpu` holds every GPU's own block (with its raw `series`) under its identity (`rank`,
+    `node_rank`, `hostname`, `device`, `device_index`, `uuid`, `name`); a GPU without sensors is there with
+    `available: false` and its `reason`. Only when no GPU has telemetry is the result unavailable, with the
+    reasons.
     """
-    good = [b for b in blocks if usable(b)]
+    ranks = list(ranks) if ranks is not None else [{} for _ in blocks]
+    per_gpu = []
+    for i, (block, rank) in enumerate(zip(blocks, ranks, strict=True)):
+        block = block if isinstance(block, dict) else {"available": False, "reason": "no telemetry sampler"}
+        per_gpu.append({**_identity(i, block, rank or {}), **block})
+    good = [g for g in per_gpu if usable(g)]
     if not good:
-        reasons = sorted({b.get("reason", "no telemetry") for b in blocks if b})
+        reasons = list(dict.fromkeys(g.get("reason") or "no telemetry" for g in per_gpu))
         return {"available": False, "reason": "; ".join(reasons) or "no telemetry from any rank"}
 
     def values(key: str) -> list[float]:
-        return [b[key] for b in good if b.get(key) is not None]
+        return [g[key] for g in good if g.get(key) is not None]
 
     def total(key: str) -> float | None:
         vals = values(key)
-        return sum(vals) if len(vals) == len(good) else None
+        return sum(vals) if len(vals) == len(per_gpu) else None
 
     def mean(key: str) -> float | None:
         vals = values(key)
         return sum(vals) / len(vals) if vals else None
 
     reasons: dict[str, float] = {}
-    for b in good:
-        for name, share in (b.get("throttle_reasons") or {}).items():
+    reason_ranks: dict[str, list[int]] = {}
+    for g in good:
+        for name, share in (g.get("throttle_reasons") or {}).items():
             reasons[name] = max(share, reasons.get(name, 0.0))
-    methods = {b.get("energy_method") for b in good}
-    names = sorted({(b.get("gpu") or {}).get("name") for b in good if (b.get("gpu") or {}).get("name")})
+            if share > 0:
+                reason_ranks.setdefault(name, []).append(g["rank"])
+    reported = [g for g in good if g.get("throttle_reasons") is not None]
+    methods = {g.get("energy_method") for g in good}
+    readings = {g.get("power_reading") for g in good}
+    names = sorted({g["name"] for g in good if g.get("name")})
     return {
         "available": True,
         "source": good[0].get("source"),
-        "num_gpus": len(good),
-        "missing_gpus": len(blocks) - len(good),
+        "num_gpus": len(per_gpu),
+        "missing_gpus": len(per_gpu) - len(good),
         "sample_interval_s": good[0].get("sample_interval_s"),
         "num_samples": min(values("num_samples"), default=0),
         "duration_s": max(values("duration_s"), default=None),
         "power_mean_w": total("power_mean_w"),
-        "power_max_w": total("power_max_w"),
+        "power_max_w": total("power_max_w"),  # the sum of each GPU's peak: an upper bound of the group's peak
         "energy_j": total("energy_j"),
         "energy_method": methods.pop() if len(methods) == 1 else "mixed",
-        "temperature_max_c": max(values("temperature_max_c"), default=None),
+        "energy_integrated_j": total("energy_integrated_j"),
+        "power_reading": readings.pop() if len(readings) == 1 else "mixed",
         "temperature_start_c": max(values("temperature_start_c"), default=None),
+        "temperature_max_c": max(values("temperature_max_c"), default=None),
+        "temperature_mean_c": mean("temperature_mean_c"),
         "sm_clock_mean_mhz": mean("sm_clock_mean_mhz"),
+        "sm_clock_min_mhz": min(values("sm_clock_min_mhz"), default=None),
+        "mem_clock_mean_mhz": mean("mem_clock_mean_mhz"),
         "gpu_utilization_mean_pct": mean("gpu_utilization_mean_pct"),
-        "throttle_reasons": reasons,
+        "throttle_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))) if reported else None,
+        "throttle_reason_ranks": reason_ranks,
         "throttle_share": max(values("throttle_share"), default=None),
         "power_limit_w": min(values("power_limit_w"), default=None),
         "default_power_limit_w": min(values("default_power_limit_w"), default=None),
-        "pcie_link_width_min": min(values("pcie_link_width_min"), default=None),
-        "pcie_link_width_max": min(values("pcie_link_width_max"), default=None),
         "pcie_link_gen_min": min(values("pcie_link_gen_min"), default=None),
+        "pcie_link_width_min": min(values("pcie_link_width_min"), default=None),
         "pcie_link_gen_max": min(values("pcie_link_gen_max"), default=None),
-        "other_processes": sorted({p for b in good for p in (b.get("other_processes") or [])}),
+        "pcie_link_width_max": min(values("pcie_link_width_max"), default=None),
+        "fan_speed_max_pct": max(values("fan_speed_max_pct"), default=None),
+        "other_processes": sorted({p for g in good for p in (g.get("other_processes") or [])}),
         "gpu_names": names,
-        "per_gpu": [{k: v for k, v in b.items() if k != "series"} for b in good],
+        "per_gpu": per_gpu,
     }
+
+
+def is_group(telemetry: dict[str, Any] | None) -> bool:
+    """True for the block of a data-parallel group (`combine_ranks`), which lists its GPUs under `per_gpu`."""
+    return isinstance(telemetry, dict) and isinstance(telemetry.get("per_gpu"), list)
+
+
+def gpus_of(telemetry: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The per-GPU blocks of a group's telemetry (empty for a one-GPU block)."""
+    return [g for g in telemetry.get("per_gpu") or [] if isinstance(g, dict)] if is_group(telemetry) else []
+
+
+def throttled_gpus(telemetry: dict[str, Any] | None, threshold: float = THROTTLED_SHARE) -> list[dict[str, Any]]:
+    """The GPUs of a group that power or temperature slowed in at least `threshold` of their samples."""
+    return [g for g in gpus_of(telemetry) if is_throttled(g, threshold)]
 
 
 def result_efficiency(result: dict[str, Any]) -> dict[str, Any]:

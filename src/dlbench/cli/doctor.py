@@ -146,12 +146,14 @@ def render_diagnosis(report: dict[str, Any]) -> None:
         tel = e.get("telemetry")
         if tel:
             bits = []
+            gpus = f" over {tel['num_gpus']} GPUs" if (tel.get("num_gpus") or 1) > 1 else ""
             if tel.get("power_mean_w") is not None:
-                bits.append(f"{tel['power_mean_w']:.0f} W")
+                bits.append(f"{tel['power_mean_w']:.0f} W{gpus}")
             if tel.get("samples_per_s_per_w") is not None:
                 bits.append(f"{tel['samples_per_s_per_w']:.2f} {e.get('unit') or 'samples'}/s per W")
             if tel.get("temperature_max_c") is not None:
-                bits.append(f"max {tel['temperature_max_c']:.0f} C")
+                hottest = f" ({tel['hottest_gpu']})" if tel.get("hottest_gpu") else ""
+                bits.append(f"max {tel['temperature_max_c']:.0f} C{hottest}")
             if tel.get("sm_clock_mean_mhz") is not None:
                 bits.append(f"SM {tel['sm_clock_mean_mhz']:.0f} MHz")
             if bits:

@@ -113,6 +113,42 @@ def _results_table(doc: dict):
     return table
 
 
+def _telemetry_table(doc: dict):
+    """GPU power, energy, temperature and clock per measured configuration; a data-parallel configuration has a
+    row for the group (totals) and one per GPU. None when no result has telemetry."""
+    from rich.table import Table
+
+    from dlbench.analysis.energy import gpu_label, gpus_of, is_throttled, result_efficiency, usable
+
+    table = Table(title="GPU telemetry (measured steps)", title_justify="left")
+    for header in ("configuration", "GPU", "mean W", "energy J", "J/sample", "max C", "SM MHz", "throttled"):
+        table.add_column(header, justify="left" if header in ("configuration", "GPU", "throttled") else "right")
+
+    def cells(tel: dict, per_sample: float | None) -> list[str]:
+        if not usable(tel):
+            return ["-", "-", "-", "-", "-", plain(tel.get("reason") or "no telemetry")]
+        throttled = is_throttled(tel)
+        kinds = ", ".join(f"{name} {share:.0%}" for name, share in (tel.get("throttle_reasons") or {}).items()
+                          if share > 0 and name != "gpu_idle")
+        return [_num(tel.get("power_mean_w"), digits=0), _num(tel.get("energy_j"), digits=0),
+                _num(per_sample, digits=3), _num(tel.get("temperature_max_c"), digits=0),
+                _num(tel.get("sm_clock_mean_mhz"), digits=0),
+                "-" if throttled is None else (f"yes: {kinds}" if throttled else "no")]
+
+    for r in doc["results"]:
+        tel = r.get("telemetry")
+        if not usable(tel):
+            continue
+        label = f"{r['workload']} {r['precision']} compile={r['compile']} bs={_batch_text(r)}"
+        gpus = gpus_of(tel)
+        name = (tel.get("gpu") or {}).get("name") or "-"
+        per_sample = result_efficiency(r)["energy_per_sample_j"]
+        _row(table, label, f"{len(gpus)} GPUs" if gpus else name, *cells(tel, per_sample))
+        for g in gpus:
+            _row(table, "", gpu_label(g), *cells(g, None))
+    return table if table.row_count else None
+
+
 def _environment_table(doc: dict):
     from rich.table import Table
 
@@ -225,6 +261,9 @@ def register(app: typer.Typer) -> None:
                   f"dlbench {escape(plain(doc['dlbench_version']))}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
         out.print(_results_table(doc))
+        telemetry = _telemetry_table(doc)
+        if telemetry is not None:
+            out.print(telemetry)
         out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
 
     @results_app.command("export")

@@ -352,10 +352,11 @@ TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperatur
 
 
 def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "") -> Chart:
-    """GPU power, temperature and SM clock over the measured steps, one line per configuration.
+    """GPU power, temperature and SM clock over the measured steps, one line per configuration (per GPU of a
+    data-parallel configuration).
 
     `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
-    (see `html.telemetry_series`); a power limit is drawn as a dotted line.
+    (see `html.telemetry_series`); each distinct power limit is drawn once, as a dotted line.
     """
     panels = [p for p in TELEMETRY_PANELS if any(t["series"].get(p[0]) for t in traces)]
     title = f"GPU telemetry during measurement{_on(where)}"
@@ -363,21 +364,24 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
     with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
+            limits_drawn: set[float] = set()
             for i, trace in enumerate(traces):
                 ys = trace["series"].get(key)
                 if not ys:
                     continue
                 xs = trace["series"]["t_s"][: len(ys)]
                 colour = SERIES[i % len(SERIES)]
+                style = ("-", "--", "-.")[i // len(SERIES) % 3]  # past 8 lines (GPUs), colours repeat: dash them
                 ax.plot(xs, [None if y is None else y * scale for y in ys], color=colour, linewidth=1.4,
-                        label=trace["label"])
-                if key == "power_w" and trace.get("power_limit_w"):
+                        linestyle=style, label=trace["label"])
+                if key == "power_w" and trace.get("power_limit_w") and trace["power_limit_w"] not in limits_drawn:
+                    limits_drawn.add(trace["power_limit_w"])
                     ax.axhline(trace["power_limit_w"], color=colour, linestyle=":", linewidth=1)
                     ax.text(0.99, trace["power_limit_w"], f"power limit {trace['power_limit_w']:g} W ",
                             transform=ax.get_yaxis_transform(), fontsize=8, color=MUTED, va="top", ha="right",
                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
-        axes[0][0].legend(loc="lower right", ncols=1, bbox_to_anchor=(1.0, 0.02))
+        axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
         _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)

@@ -15,6 +15,7 @@ from typing import Any
 
 from dlbench import __version__
 from dlbench.analysis.configuration import config_parts
+from dlbench.analysis.energy import gpu_label, gpus_of
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -268,12 +269,16 @@ def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     traces = []
     for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            series = telemetry_series(r.get("telemetry"))
-            if series:
-                label = _short_config(r)
-                traces.append({"label": f"{run['short']} \u00b7 {label}" if run["prefix"] else
-                               f"{fmt.workload_name(r['workload'])} \u00b7 {label}", "series": series,
-                               "power_limit_w": r["telemetry"].get("power_limit_w")})
+            label = _short_config(r)
+            label = (f"{run['short']} \u00b7 {label}" if run["prefix"] else
+                     f"{fmt.workload_name(r['workload'])} \u00b7 {label}")
+            # A data-parallel group: one line per GPU, from each GPU's own series.
+            blocks = gpus_of(r.get("telemetry")) or [r.get("telemetry")]
+            for block in blocks:
+                series = telemetry_series(block)
+                if series:
+                    traces.append({"label": f"{label} \u00b7 {gpu_label(block)}" if len(blocks) > 1 else label,
+                                   "series": series, "power_limit_w": block.get("power_limit_w")})
     if not traces:
         return None
     return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "

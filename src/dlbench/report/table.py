@@ -131,7 +131,12 @@ def _efficiency(r: dict[str, Any]) -> dict[str, Any]:
 def _per_watt_cell(r: dict[str, Any]) -> str:
     eff = _efficiency(r)
     cell = _fmt(eff.get("samples_per_s_per_w"), ".2f")
-    return f"{cell} [yellow]throttled[/yellow]" if eff.get("throttled") else cell
+    if not eff.get("throttled"):
+        return cell
+    gpus = eff.get("throttled_gpus") or []
+    count = (r.get("telemetry") or {}).get("num_gpus")
+    which = f" ({len(gpus)} of {count} GPUs)" if gpus and count else ""  # doctor names them
+    return f"{cell} [yellow]throttled{which}[/yellow]"
 
 
 class _Optional:

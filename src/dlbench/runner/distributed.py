@@ -5,8 +5,9 @@ dlbench does not bring a launcher of its own. A process started by torchrun / to
 sets; `detect()` reads them. `measure_distributed()` then initialises the process group (NCCL on CUDA, gloo on
 the CPU) with a timeout, pins the process to the device of its LOCAL_RANK, wraps the model in
 DistributedDataParallel, times the steps with a barrier before the first and after the last measured step of
-every repeat, and gathers every rank's step times and environment to every rank (`all_gather_object`), so that
-rank 0 can print and store one result for the whole group.
+every repeat, and gathers every rank's step times, environment and GPU telemetry to every rank
+(`all_gather_object`, once the measurement is over), so that rank 0 can print and store one result for the
+whole group.
 
 Per-device batch stays fixed; samples per step = batch_size x world_size. The slowest rank's step times count for
 throughput (see `dlbench.analysis.scaling.slowest_rank_repeats`); each rank's own step times are kept under
@@ -238,9 +239,14 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
 
     The result looks like a one-device measurement (so the runner summarises it the same way) plus
     `world_size`, `nodes` (the number of distinct nodes), `ranks` (each rank's environment, step times and peak
-    memory) and `warnings` (different GPU models in the group).
+    memory), `warnings` (different GPU models in the group) and `telemetry_reason`. With more than one rank,
+    `telemetry` describes the group: `analysis.energy.combine_ranks` of every rank's block (each rank sampled
+    its own GPU; `telemetry_reason` in a rank's entry says why it has none).
     """
+    from dlbench.analysis.energy import combine_ranks as combine_telemetry
+    from dlbench.analysis.energy import usable
     from dlbench.analysis.scaling import mixed_gpu_warning, slowest_rank_repeats
+    from dlbench.telemetry.sampler import unavailable
 
     base = dict(per_rank[0]["measurement"])
     repeats_by_rank = [[rep["step_times_s"] for rep in p["measurement"]["repeats"]] for p in per_rank]
@@ -261,6 +267,12 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
         }
         for p in per_rank
     ]
+    blocks = [p["measurement"].get("telemetry")
+              or unavailable(p.get("telemetry_reason") or "no telemetry sampler on this rank") for p in per_rank]
+    telemetry = blocks[0] if world_size == 1 else combine_telemetry(blocks, [p["env"] for p in per_rank])
+    base["telemetry"] = telemetry
+    base["telemetry_reason"] = None if usable(telemetry) else (
+        telemetry.get("reason") or per_rank[0].get("telemetry_reason"))
     warning = mixed_gpu_warning(p["env"].get("gpu_name") for p in per_rank)
     if warning:
         base["warnings"] = list(base.get("warnings") or []) + [warning]
@@ -268,11 +280,14 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
 
 
 def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
-                        timeout_s: float = DEFAULT_PG_TIMEOUT_S) -> dict[str, Any]:
+                        timeout_s: float = DEFAULT_PG_TIMEOUT_S, telemetry_reason: str | None = None
+                        ) -> dict[str, Any]:
     """Measure `config` as one rank of a data-parallel group; every rank returns the combined measurement.
 
     `config.batch_size` is per device. The process group is initialised on first use and left up, so a sweep of
-    several configurations under one torchrun reuses it.
+    several configurations under one torchrun reuses it. `sampler` samples this rank's own device
+    (`rank_sampler`); its block travels with the step times in the one gather after the measurement, never
+    inside the timed region. `telemetry_reason` says why this rank has no sampler.
     """
     from dataclasses import replace
 
@@ -287,10 +302,18 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
         wrap_model=ddp_wrapper(device, config.compile),
         sync=barrier(device),
     )
-    per_rank = gather_object({"env": rank_environment(dist_env, device), "measurement": measurement})
+    per_rank = gather_object({"env": rank_environment(dist_env, device), "measurement": measurement,
+                              "telemetry_reason": telemetry_reason})
     combined = combine_ranks(per_rank, dist_env.world_size)
     combined["ddp"] = ddp_options(config.compile)
     return combined
+
+
+def rank_sampler(dist_env: DistEnv, device: str):
+    """(sampler, reason) for this rank's own device: every rank of a group samples its GPU (never raises)."""
+    from dlbench.runner.worker import create_sampler
+
+    return create_sampler(rank_device(dist_env, device))
 
 
 def destroy_process_group() -> None:

@@ -100,7 +100,20 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         out["warnings"] = [*stats.get("warnings", []), *out["warnings"]]
         if out["flops_per_sample"] is not None and out["samples_per_s"] is not None:
             out["achieved_flops_per_s"] = out["samples_per_s"] * out["flops_per_sample"]
+    out["telemetry"] = _group_efficiency(out["telemetry"], out.get("samples_per_s"))
     return out
+
+
+def _group_efficiency(telemetry: Any, samples_per_s: float | None) -> Any:
+    """A data-parallel group's telemetry gains energy per sample and samples/s per W for the group's (global)
+    throughput, as `analysis.energy.efficiency` derives them (a one-GPU block is left as it is)."""
+    from dlbench.analysis.energy import efficiency, is_group, usable
+
+    if not is_group(telemetry) or not usable(telemetry):
+        return telemetry
+    eff = efficiency(telemetry, samples_per_s)
+    return {**telemetry, "energy_per_sample_j": eff["energy_per_sample_j"],
+            "samples_per_s_per_w": eff["samples_per_s_per_w"]}
 
 
 def build_document(results: list[dict[str, Any]], environment: dict[str, Any], run_id: str | None = None,

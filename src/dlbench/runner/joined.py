@@ -6,8 +6,9 @@ example in README.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10
 
 The launcher already started one process per device, so there is no child sweep here: every rank builds the same
 plan, then measures each configuration with DistributedDataParallel (`distributed.measure_distributed`) on the
-device of its LOCAL_RANK. Rank 0 alone shows progress, prints the table and writes the result document (one run,
-`world_size` = the group's size, `nodes` = distinct node ranks/host names) after every configuration, so a
+device of its LOCAL_RANK, sampling that device's telemetry. Rank 0 alone shows progress, prints the table and
+writes the result document (one run, `world_size` = the group's size, `nodes` = distinct node ranks/host names,
+`telemetry` over every GPU of the group) after every configuration, so a
 failure later still leaves what was measured. A rank that fails records nothing it cannot vouch for: it prints
 one line naming itself and exits non-zero, and torchrun tears the group down (the configurations already
 measured stay stored on rank 0).
@@ -33,12 +34,12 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
         destroy_process_group,
         global_batch_note,
         measure_distributed,
-        rank_device,
+        rank_sampler,
     )
     from dlbench.runner.document import build_document, make_result, new_run_id, utc_now_iso
     from dlbench.runner.plan import DEFAULT_TIMEOUT_S, DeviceFacts, build_plan
     from dlbench.runner.sweep import SweepObserver
-    from dlbench.runner.worker import create_sampler, is_oom, one_line, oom_message
+    from dlbench.runner.worker import is_oom, one_line, oom_message
 
     main = dist_env.is_main
     ignored_gpus = options.gpus is not None
@@ -84,12 +85,11 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
             if item.skip_reason:
                 result = make_result(config, "skipped", item.skip_reason, extra=extra)
             else:
-                sampler, telemetry_reason = (None, "telemetry is sampled on rank 0 only")
-                if main:
-                    sampler, telemetry_reason = create_sampler(rank_device(dist_env, config.device))
+                sampler, telemetry_reason = rank_sampler(dist_env, config.device)  # every rank its own GPU
                 try:
                     combined = measure_distributed(config, dist_env, progress=observer.progress, sampler=sampler,
-                                                   timeout_s=item.timeout_s or DEFAULT_TIMEOUT_S)
+                                                   timeout_s=item.timeout_s or DEFAULT_TIMEOUT_S,
+                                                   telemetry_reason=telemetry_reason)
                 except (BadInput, RendezvousTimeout):
                     raise
                 except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
@@ -98,7 +98,7 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
                     failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
                     _fail(dist_env, message, results, failed, document, finish_run, json_path)
                 extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
-                extra["telemetry_reason"] = telemetry_reason if combined.get("telemetry") is None else None
+                extra["telemetry_reason"] = combined.pop("telemetry_reason", None)
                 group_warnings = combined.pop("warnings", None) or []
                 result = make_result(config, "ok", None, combined, extra=extra)
                 result["warnings"] = [*result.get("warnings", []), *group_warnings]

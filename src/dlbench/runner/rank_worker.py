@@ -77,19 +77,15 @@ def classify(exc: BaseException, config=None) -> tuple[str, str]:
 
 def _measure(job: dict[str, Any], dist_env, status: StatusFile) -> Any:
     from dlbench.runner.config import RunConfig
-    from dlbench.runner.distributed import measure_distributed, rank_device
-    from dlbench.runner.worker import create_sampler
+    from dlbench.runner.distributed import measure_distributed, rank_sampler
 
     config = RunConfig.from_dict(job["config"])
     status.config = config
-    sampler, telemetry_reason = None, "telemetry is sampled on rank 0 only"
-    if dist_env.is_main:  # one sampler, for rank 0's device: the group's pace is set by every device alike
-        sampler, telemetry_reason = create_sampler(rank_device(dist_env, config.device))
+    # Every rank samples its own GPU: one card that throttles or runs hot sets the group's pace.
+    sampler, telemetry_reason = rank_sampler(dist_env, config.device)
     status.update(phase="rendezvous")
-    combined = measure_distributed(config, dist_env, progress=status.progress, sampler=sampler,
-                                   timeout_s=float(job.get("pg_timeout_s") or 600))
-    combined["telemetry_reason"] = telemetry_reason if combined.get("telemetry") is None else None
-    return combined
+    return measure_distributed(config, dist_env, progress=status.progress, sampler=sampler,
+                               timeout_s=float(job.get("pg_timeout_s") or 600), telemetry_reason=telemetry_reason)
 
 
 def _comm(job: dict[str, Any], dist_env, status: StatusFile) -> Any:

@@ -147,15 +147,17 @@ _RESULT_OPTIONAL = {
 }
 STEP_TIME_KEYS = ("mean", "median", "p5", "p95")
 
-# The `telemetry` block (dlbench.telemetry.sampler, analysis.energy.combine_ranks): the keys that `doctor` and
-# the run table read are type-checked, so that a hand-edited document is refused on import instead of
-# breaking `dlbench doctor` later. Other keys (series, per_gpu, gpu) are kept as they are.
+# The `telemetry` block (dlbench.telemetry.sampler, analysis.energy.combine_ranks): the keys that `doctor`, the
+# run table and the report read are type-checked (a data-parallel group's `per_gpu` entries too), so that a
+# hand-edited document is refused on import instead of breaking `dlbench doctor` later. Other keys (series,
+# gpu) are kept as they are.
 _TELEMETRY_NUMBERS = (
     "sample_interval_s", "num_samples", "duration_s", "power_mean_w", "power_max_w", "energy_j",
     "energy_integrated_j", "temperature_start_c", "temperature_max_c", "temperature_mean_c", "sm_clock_mean_mhz",
     "sm_clock_min_mhz", "mem_clock_mean_mhz", "gpu_utilization_mean_pct", "throttle_share", "power_limit_w",
     "default_power_limit_w", "pcie_link_gen_min", "pcie_link_width_min", "pcie_link_gen_max",
-    "pcie_link_width_max", "fan_speed_max_pct", "num_gpus", "missing_gpus",
+    "pcie_link_width_max", "fan_speed_max_pct", "num_gpus", "missing_gpus", "energy_per_sample_j",
+    "samples_per_s_per_w",
 )
 _TELEMETRY_OPTIONAL = {
     **{key: _OPT_NUM for key in _TELEMETRY_NUMBERS},
@@ -167,6 +169,15 @@ _TELEMETRY_OPTIONAL = {
         isinstance(k, str) and _is_number(x) for k, x in v.items())), "an object of finite numbers or null"),
     "gpu_names": _OPT_STR_LIST,
     "other_processes": _OPT_LIST,
+    "throttle_reason_ranks": (_nullable(lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and _list_of(_is_int)(x) for k, x in v.items())), "an object of integer lists or null"),
+    "per_gpu": (_nullable(_list_of(lambda v: isinstance(v, dict))), "a list of objects or null"),
+}
+# Who each GPU of a group's `per_gpu` is (besides the telemetry keys above).
+_PER_GPU_OPTIONAL = {
+    **_TELEMETRY_OPTIONAL,
+    "rank": _OPT_INT, "node_rank": _OPT_INT, "hostname": _OPT_STR, "device": _OPT_STR, "device_index": _OPT_INT,
+    "uuid": _OPT_STR, "name": _OPT_STR, "series": _OPT_DICT,
 }
 
 
@@ -211,6 +222,8 @@ def _validate_result(result: Any, i: int) -> None:
     _check_keys(result, _RESULT_REQUIRED, _RESULT_OPTIONAL, where)
     if isinstance(result.get("telemetry"), dict):
         _check_keys(result["telemetry"], {}, _TELEMETRY_OPTIONAL, f"{where}telemetry.")
+        for g, gpu in enumerate(result["telemetry"].get("per_gpu") or []):
+            _check_keys(gpu, {}, _PER_GPU_OPTIONAL, f"{where}telemetry.per_gpu[{g}].")
     if result["world_size"] < 1:
         raise DataError(f"{where}world_size: must be >= 1, got {result['world_size']}")
     step = result["step_time_s"]

@@ -1,0 +1,198 @@
+"""Telemetry of a data-parallel group: every rank's GPU summarised, totalled and named (no torch, no processes).
+
+The per-GPU blocks come from the real sampler driven by a scripted fake NVML, as in test_telemetry.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dlbench.analysis.diagnose import telemetry_findings
+from dlbench.analysis.energy import combine_ranks, efficiency, gpu_label, is_throttled
+from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+from dlbench.telemetry.nvml import CLOCK_EVENT_REASONS, DeviceMatch
+from dlbench.telemetry.sampler import NvmlSampler
+
+THERMAL = next(bit for bit, name in CLOCK_EVENT_REASONS.items() if name == "sw_thermal_slowdown")
+
+
+class StepClock:
+    def __init__(self, step: float):
+        self.step, self.now = step, -step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def block(gpu: FakeGpu, cuda_index: int, n: int = 11, step_s: float = 0.1) -> dict:
+    """The block one rank's sampler writes for `gpu`, `n` readings `step_s` apart, through JSON as stored."""
+    sampler = NvmlSampler(FakeNvml([gpu]), DeviceMatch(gpu, cuda_index, gpu.uuid, "uuid"), cuda_index,
+                          interval_s=step_s, clock=StepClock(step_s))
+    sampler.begin()
+    for _ in range(n - 2):
+        sampler.sample_now()
+    return json.loads(json.dumps(sampler.finish()))
+
+
+def rank(r: int, host: str, local: int) -> dict:
+    """A rank's environment as `runner.distributed.rank_environment` reports it."""
+    return {"rank": r, "local_rank": local, "node_rank": r // 2, "hostname": host, "device": f"cuda:{local}",
+            "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_uuid": None}
+
+
+def two_node_group() -> tuple[list[dict], list[dict]]:
+    """Four GPUs on two nodes; rank 3 (GPU 1 on nodeB) throttles thermally in 4 of 10 readings at 88 C."""
+    reasons = [0, 0, THERMAL, THERMAL, 0, THERMAL, 0, THERMAL, 0, 0]
+    gpus = [FakeGpu(uuid=f"GPU-{i}", power_w=300.0 + 10 * i, energy_j=[0.0, 100.0 * (i + 1)],
+                    temperature_c=60.0 + i, sm_clock_mhz=1980.0 - 10 * i) for i in range(3)]
+    gpus.append(FakeGpu(uuid="GPU-3", power_w=280.0, energy_j=[0.0, 250.0], temperature_c=[70, 80, 88, 86],
+                        sm_clock_mhz=1700.0, clock_event_reasons=reasons))
+    blocks = [block(g, i % 2, n=len(reasons)) for i, g in enumerate(gpus)]
+    return blocks, [rank(0, "nodeA", 0), rank(1, "nodeA", 1), rank(2, "nodeB", 0), rank(3, "nodeB", 1)]
+
+
+def test_group_totals_are_sums_and_each_gpu_keeps_its_own_summary():
+    blocks, ranks = two_node_group()
+    group = combine_ranks(blocks, ranks)
+    assert group["available"] is True and group["num_gpus"] == 4 and group["missing_gpus"] == 0
+    assert group["power_mean_w"] == pytest.approx(sum(b["power_mean_w"] for b in blocks))
+    assert group["power_mean_w"] == pytest.approx(300 + 310 + 320 + 280)
+    assert group["power_max_w"] == pytest.approx(sum(b["power_max_w"] for b in blocks))
+    assert group["energy_j"] == pytest.approx(100 + 200 + 300 + 250)  # the four energy counters
+    assert group["temperature_max_c"] == 88
+    assert group["sm_clock_mean_mhz"] == pytest.approx((1980 + 1970 + 1960 + 1700) / 4)
+    assert group["throttle_reasons"]["sw_thermal_slowdown"] == pytest.approx(0.4)
+    assert group["throttle_reason_ranks"] == {"sw_thermal_slowdown": [3]}
+    assert group["throttle_share"] == pytest.approx(0.4)
+    # Each GPU: who it is, and the same fields as a one-GPU block, raw series included; no group-level series.
+    assert [(g["rank"], g["hostname"], g["device_index"], g["uuid"]) for g in group["per_gpu"]] == [
+        (0, "nodeA", 0, "GPU-0"), (1, "nodeA", 1, "GPU-1"), (2, "nodeB", 0, "GPU-2"), (3, "nodeB", 1, "GPU-3")]
+    assert group["per_gpu"][3]["name"] == "NVIDIA H100 80GB HBM3"
+    for g, b in zip(group["per_gpu"], blocks, strict=True):
+        assert {k: g[k] for k in b} == b
+    assert "series" not in group
+    assert gpu_label(group["per_gpu"][3]) == "GPU 1 on nodeB (rank 3)"
+    assert gpu_label(group["per_gpu"][1]) == "GPU 1 on nodeA"
+
+
+def test_a_gpu_without_sensors_gives_its_reason_and_no_partial_totals():
+    blocks, ranks = two_node_group()
+    blocks[2] = {"available": False, "reason": "NVML unavailable: driver not loaded"}
+    group = combine_ranks(blocks, ranks)
+    assert group["available"] is True and group["missing_gpus"] == 1
+    assert group["per_gpu"][2] == {**group["per_gpu"][2], "available": False, "rank": 2, "hostname": "nodeB",
+                                   "reason": "NVML unavailable: driver not loaded"}
+    # A sum over three of four GPUs is not the group's power: unknown, not understated.
+    assert group["power_mean_w"] is None and group["energy_j"] is None
+    assert efficiency(group, 1000.0)["samples_per_s_per_w"] is None
+    assert group["temperature_max_c"] == 88  # maxima and means over the GPUs that have readings
+    findings = {f["cause"]: f for f in telemetry_findings({"telemetry": group, "world_size": 4})}
+    assert "GPU 0 on nodeB (rank 2)" in findings["no_telemetry"]["message"]
+    assert "driver not loaded" in findings["no_telemetry"]["message"]
+
+
+def test_group_without_any_telemetry_is_unavailable_with_the_reason():
+    cpu = {"available": False, "reason": "the device is the CPU"}
+    group = combine_ranks([cpu, dict(cpu), None], [rank(0, "a", 0), rank(1, "a", 1), rank(2, "b", 0)])
+    assert group == {"available": False, "reason": "the device is the CPU; no telemetry sampler"}
+
+
+def test_efficiency_of_a_group_uses_the_global_throughput_and_the_total_power():
+    blocks, ranks = two_node_group()
+    group = combine_ranks(blocks, ranks)
+    eff = efficiency(group, samples_per_s=4000.0)
+    total_w = group["energy_j"] / group["duration_s"]
+    assert eff["average_power_w"] == pytest.approx(total_w)
+    assert eff["samples_per_s_per_w"] == pytest.approx(4000.0 / total_w)
+    assert eff["energy_per_sample_j"] == pytest.approx(total_w / 4000.0)
+    assert eff["throttled"] is True and eff["throttled_gpus"] == ["GPU 1 on nodeB (rank 3)"]
+    assert eff["throttle_kind"] == ["thermal"]
+
+
+def test_doctor_names_the_gpu_that_throttled_and_the_hottest():
+    blocks, ranks = two_node_group()
+    group = combine_ranks(blocks, ranks)
+    findings = {f["cause"]: f for f in telemetry_findings({"telemetry": group, "world_size": 4})}
+    thermal = findings["thermal_throttling"]
+    assert thermal["severity"] == "warn"
+    assert "GPU 1 on nodeB (rank 3) in 40% of its samples, up to 88 C" in thermal["message"]
+    assert "slowest GPU sets the pace" in thermal["message"]
+    assert "GPU 0 on nodeA" not in thermal["message"]  # the GPUs that did not throttle are not named
+    hot = findings["uneven_temperature"]["message"]
+    assert hot.startswith("GPU 1 on nodeB (rank 3) ran hottest, up to 88 C, 28 C above the coolest (GPU 0 on nodeA")
+
+
+def test_doctor_json_gives_each_gpus_headline_figures():
+    from dlbench.analysis.diagnose import diagnose
+
+    blocks, ranks = two_node_group()
+    result = {"workload": "resnet50", "precision": "amp-bf16", "compile": "off", "batch_size": 8, "world_size": 4,
+              "status": "ok", "samples_per_s": 4000.0, "device": "cuda:0", "telemetry": combine_ranks(blocks, ranks)}
+    (entry,) = diagnose({"environment": {}, "results": [result]}, published=[])["results"]
+    tel = entry["telemetry"]
+    assert tel["num_gpus"] == 4 and tel["hottest_gpu"] == "GPU 1 on nodeB (rank 3)"
+    assert [g["gpu"] for g in tel["per_gpu"]][:2] == ["GPU 0 on nodeA", "GPU 1 on nodeA"]
+    assert [g["throttled"] for g in tel["per_gpu"]] == [False, False, False, True]
+    assert tel["power_mean_w"] == pytest.approx(sum(b["energy_j"] / b["duration_s"] for b in blocks))
+
+
+def test_doctor_lists_every_throttled_gpu_and_the_power_limit_per_gpu():
+    gpus = [FakeGpu(uuid=f"GPU-{i}", clock_event_reasons=THERMAL if i % 2 else 0,
+                    power_limit_w=250.0 if i == 2 else 350.0, default_power_limit_w=350.0) for i in range(4)]
+    group = combine_ranks([block(g, i) for i, g in enumerate(gpus)],
+                          [rank(i, "box", i) | {"node_rank": 0} for i in range(4)])
+    findings = {f["cause"]: f["message"] for f in telemetry_findings({"telemetry": group, "world_size": 4})}
+    assert "GPU 1 on box in 100% of its samples" in findings["thermal_throttling"]
+    assert "GPU 3 on box in 100%" in findings["thermal_throttling"]
+    assert "(2 of 4 GPUs)" in findings["thermal_throttling"]
+    assert findings["reduced_power_limit"] == "power limit below the default on GPU 2 on box (250 W of 350 W)"
+    assert [is_throttled(g) for g in group["per_gpu"]] == [False, True, False, True]
+
+
+def test_make_result_adds_the_groups_energy_per_sample_and_leaves_one_gpu_alone():
+    from dlbench.runner.config import RunConfig
+    from dlbench.runner.document import make_result
+
+    blocks, ranks = two_node_group()
+    group = combine_ranks(blocks, ranks)
+    measurement = {"repeats": [{"step_times_s": [0.1, 0.1]}], "batch_size": 8, "telemetry": group}
+    result = make_result(RunConfig("resnet50", batch_size=8, world_size=4), "ok", measurement=measurement)
+    assert result["samples_per_s"] == pytest.approx(8 * 4 / 0.1)
+    eff = efficiency(group, result["samples_per_s"])
+    assert result["telemetry"]["samples_per_s_per_w"] == pytest.approx(eff["samples_per_s_per_w"])
+    assert result["telemetry"]["energy_per_sample_j"] == pytest.approx(eff["energy_per_sample_j"])
+    single = make_result(RunConfig("resnet50", batch_size=8), "ok",
+                         measurement={**measurement, "telemetry": blocks[0]})
+    assert single["telemetry"] == blocks[0]
+
+
+def test_group_documents_validate_and_a_malformed_gpu_entry_is_refused():
+    import store_docs
+    from dlbench.errors import DataError
+    from dlbench.store.documents import validate_document
+
+    blocks, ranks = two_node_group()
+    doc = store_docs.document()
+    doc["results"][0]["telemetry"] = json.loads(json.dumps(combine_ranks(blocks, ranks)))
+    validate_document(doc)
+    doc["results"][0]["telemetry"]["per_gpu"][1]["temperature_max_c"] = "hot"
+    with pytest.raises(DataError, match=r"results\[0\]\.telemetry\.per_gpu\[1\]\.temperature_max_c"):
+        validate_document(doc)
+
+
+def test_report_draws_one_line_per_gpu(monkeypatch):
+    from dlbench.report import charts, html
+
+    blocks, ranks = two_node_group()
+    result = {"workload": "resnet50", "precision": "amp-bf16", "compile": "off", "batch_size": 8,
+              "world_size": 4, "telemetry": combine_ranks(blocks, ranks)}
+    seen = []
+    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or {})
+    monkeypatch.setattr(html, "_figure", lambda chart: chart)
+    html._telemetry_group([{"results": [result]}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
+    assert [t["label"].rsplit(" \u00b7 ", 1)[1] for t in seen] == [
+        "GPU 0 on nodeA", "GPU 1 on nodeA", "GPU 0 on nodeB (rank 2)", "GPU 1 on nodeB (rank 3)"]
+    assert seen[3]["series"]["temperature_c"][2] == 88
