@@ -56,3 +56,22 @@ def test_progress_line_of_a_skipped_configuration_is_not_red():
     lines = [line for line in console.export_text(styles=True).splitlines() if "why" in line]
     assert len(lines) == 2
     assert "\x1b[31m" not in lines[0] and "\x1b[31m" in lines[1]  # red only for the error
+
+
+def test_gpu_run_with_every_optional_column_in_80_columns_keeps_the_configuration():
+    # A GPU run with telemetry (samples/s/W) and published figures (vs published): in 80 columns the merged
+    # configuration column was squeezed to nothing, so no row said which configuration it was.
+    telemetry = {"available": True, "power_mean_w": 600.0, "throttle_share": 0.0}
+    results = [_result(workload="bert-large-squad", seq_len=384, flavour="full", precision=p, compile=c,
+                       samples_per_s=412.3, achieved_flops_per_s=3.0e14, peak_memory_bytes=41e9,
+                       telemetry=telemetry, compile_time_s=41.5 if c == "default" else None,
+                       vs_published={"ratio": 0.93, "rank": 3, "rank_of": 10, "reason": None})
+               for p in ("tf32", "amp-fp16") for c in ("off", "default")]
+    console = Console(width=80, record=True)
+    console.print(results_table(results, title="dlbench run on cuda", width=80, details=True))
+    text = console.export_text()
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert text.count("bert-large-squad") >= 4  # every row still names its configuration
+    for cell in ("412.3", "0.93\u00d7", "0.69", "41.5"):  # throughput, vs published, per W, compile s
+        assert cell in text

@@ -61,10 +61,6 @@ def _open(db: str | None):
     return open_store(db)
 
 
-def _num(value, scale: float = 1.0, digits: int = 1) -> str:
-    return "-" if value is None else f"{value * scale:,.{digits}f}"
-
-
 def _when(iso: str) -> str:
     """A stored ISO 8601 time as "YYYY-MM-DD HH:MM" in UTC (documents may carry any zone offset)."""
     from dlbench.store.documents import parse_created_at
@@ -78,39 +74,6 @@ def _gpu_text(names: list[str], count: int) -> str:
     if len(names) == 1 and count > 1:
         return f"{count} x {names[0]}"
     return ", ".join(names)
-
-
-def _batch_text(result: dict) -> str:
-    """Per-device batch, with the number of devices when there are several."""
-    if result.get("batch_size") is None:
-        return "-"
-    if result["world_size"] == 1:
-        return str(result["batch_size"])
-    return f"{result['batch_size']} x {result['world_size']}"
-
-
-def _results_table(doc: dict):
-    from rich.table import Table
-
-    table = Table(title="Results", title_justify="left")
-    for header in ("workload", "precision", "compile", "batch", "seq", "samples/s", "CV %", "step ms (median)",
-                   "step ms (p5-p95)", "peak mem GB", "TFLOP/s", "compile s", "status"):
-        table.add_column(header, justify="left" if header in ("workload", "precision", "compile", "status")
-                         else "right")
-    for r in doc["results"]:
-        step = r.get("step_time_s") or {}
-        spread = "-" if step.get("p5") is None or step.get("p95") is None else \
-            f"{step['p5'] * 1e3:.1f}-{step['p95'] * 1e3:.1f}"
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
-        _row(
-            table, r["workload"], r["precision"], r["compile"],
-            _batch_text(r),
-            "-" if r.get("seq_len") is None else str(r["seq_len"]),
-            _num(r.get("samples_per_s")), _num(r.get("cv"), 100.0), _num(step.get("median"), 1e3, 2), spread,
-            _num(r.get("peak_memory_bytes"), 1e-9, 2), _num(r.get("achieved_flops_per_s"), 1e-12, 2),
-            _num(r.get("compile_time_s")), status,
-        )
-    return table
 
 
 def _environment_table(doc: dict):
@@ -194,11 +157,15 @@ def register(app: typer.Typer) -> None:
         if not found:
             typer.echo(f"No stored runs match (database: {label}).")
             return
+        from rich import box
         from rich.table import Table
 
-        table = Table()
-        for header in ("run id", "created (UTC)", "host", "GPU", "results ok/all", "workloads", "dlbench"):
-            table.add_column(header)
+        # Run ids and dates stay whole (they are what one copies); names wrap in a narrow terminal.
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+        for header, whole in (("run id", True), ("created (UTC)", True), ("host", False), ("GPU", False),
+                              ("ok/all", True), ("workloads", False), ("dlbench", True)):
+            table.add_column(header, no_wrap=whole, min_width=16 if header == "created (UTC)" else None,
+                             overflow="ellipsis" if whole else "fold")
         for run in found:
             _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
@@ -224,8 +191,14 @@ def register(app: typer.Typer) -> None:
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
                   f"dlbench {escape(plain(doc['dlbench_version']))}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
-        out.print(_results_table(doc))
-        out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
+        for note in doc.get("notes") or []:
+            out.print(f"note: {plain(str(note))}", markup=False, highlight=False)
+        from dlbench.report.table import result_messages, results_table
+
+        out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
+        for line in result_messages(doc["results"]):
+            out.print(plain(line), markup=False, highlight=False)
+        out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12], highlight=False)
 
     @results_app.command("export")
     def export_cmd(

@@ -1,0 +1,106 @@
+"""`dlbench results show` as a user reads it: in an 80-column terminal, on a CPU run, after an interrupted run.
+
+Run: `PYTHONPATH=src python -m pytest -q tests/test_qa3_show.py`. Found by the third use-it-as-a-user pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+import store_docs
+from cli_helpers import cli
+from dlbench.store import open_store
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _store(doc):
+    with open_store() as store:
+        store.save_run(doc)
+    return doc
+
+
+def _show_in_terminal(capsys, monkeypatch, width: int, *args: str) -> str:
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich treats stdout as a terminal of COLUMNS columns
+    monkeypatch.setenv("COLUMNS", str(width))
+    code, out, err = cli(capsys, "results", "show", *args)
+    assert code == 0, err
+    return ANSI.sub("", out)
+
+
+def test_show_in_80_columns_cuts_no_number(capsys, monkeypatch):
+    # Every number was cut to "87…", "0.…" in an 80-column terminal: 13 boxed columns did not fit.
+    doc = _store(store_docs.document())
+    text = _show_in_terminal(capsys, monkeypatch, 80, "latest")
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for r in doc["results"][:2]:
+        assert f"{r['samples_per_s']:,.1f}" in text
+        assert f"{r['step_time_s']['median'] * 1e3:,.1f}" in text
+    assert "oom: simulated oom" in text.replace("\n", " ") or "simulated oom" in text
+
+
+def test_show_marks_tiny_results_and_small_rates(capsys):
+    # A --tiny CPU result read like a full-size ResNet-50, and its 0.009 TFLOP/s printed as "0.00".
+    r = store_docs.result(seed=3)
+    r.update(flavour="tiny", device="cpu", achieved_flops_per_s=9.1e9)
+    _store(store_docs.document(results=[r], env=store_docs.environment(gpu_name=None)))
+    code, out, _ = cli(capsys, "results", "show", "latest")
+    assert code == 0
+    assert "[tiny]" in out
+    assert "0.0091" in out
+
+
+def test_show_prints_notes_and_warnings(capsys):
+    # An interrupted run and a noisy result looked complete and clean in `results show`.
+    r = store_docs.result(seed=4)
+    r["warnings"] = ["unstable: throughput varies 12.0% across repeats (CV > 5%)"]
+    doc = store_docs.document(results=[r])
+    doc["notes"] = ["interrupted (SIGINT) after 1 of 4 configurations"]
+    _store(doc)
+    code, out, _ = cli(capsys, "results", "show", "latest")
+    assert code == 0
+    assert "interrupted (SIGINT) after 1 of 4 configurations" in out
+    assert "unstable: throughput varies 12.0%" in out
+
+
+def test_show_does_not_read_markup_in_result_names(capsys):
+    r = store_docs.result(seed=5)
+    r["workload"] = "[bold]resnet50"
+    _store(store_docs.document(results=[r]))
+    code, out, err = cli(capsys, "results", "show", "latest")
+    assert code == 0, err
+    assert "[bold]resnet50" in out
+
+
+def test_list_in_80_columns_keeps_run_ids_and_dates_whole(capsys, monkeypatch):
+    # The run id, the one thing to copy from the list, was cut to "8128e9311…" and the date split in two.
+    docs = [_store(store_docs.document(env=store_docs.environment(gpu_name="NVIDIA A100-SXM4-80GB", gpu_count=8,
+                                                                  hostname="gpu-node-017.cluster.example.org")))
+            for _ in range(2)]
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli(capsys, "results", "list")
+    text = ANSI.sub("", out)
+    assert code == 0
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for doc in docs:
+        assert doc["run_id"][:12] in text
+    assert "2026-11-22 04:00" in text
+
+
+def test_advise_in_80_columns_cuts_no_number(capsys, monkeypatch):
+    # The throughput band was cut to "(97-1…" and "estimated" to "estima…" in an 80-column terminal.
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = cli(capsys, "advise", "--top", "5", "--no-runs")
+    assert code == 0, err
+    text = ANSI.sub("", out)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    code, js, _ = cli(capsys, "advise", "--top", "5", "--no-runs", "--json")
+    import json
+
+    for option in json.loads(js)["options"][:5]:
+        assert f"{option['samples_per_s_low']:,.0f}-{option['samples_per_s_high']:,.0f}" in text
+        assert option["throughput_kind"] in text
