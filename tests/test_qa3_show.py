@@ -104,3 +104,15 @@ def test_advise_in_80_columns_cuts_no_number(capsys, monkeypatch):
     for option in json.loads(js)["options"][:5]:
         assert f"{option['samples_per_s_low']:,.0f}-{option['samples_per_s_high']:,.0f}" in text
         assert option["throughput_kind"] in text
+
+
+def test_gpu_list_in_80_columns_cuts_no_name(capsys, monkeypatch):
+    # Architectures read "Blackw…", "Lovela…" and the RTX PRO 6000 "RTX PRO Blackwe…" in an 80-column terminal.
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = cli(capsys, "gpus")
+    assert code == 0, err
+    text = ANSI.sub("", out)
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "Blackwell" in text and "Lovelace" in text
