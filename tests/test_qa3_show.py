@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import store_docs
 from cli_helpers import cli
 from dlbench.store import open_store
@@ -116,3 +118,51 @@ def test_gpu_list_in_80_columns_cuts_no_name(capsys, monkeypatch):
     assert "…" not in text
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "Blackwell" in text and "Lovelace" in text
+
+
+def test_step_time_whiskers_are_the_p5_p95_the_table_prints(tmp_path, monkeypatch):
+    # The chart says "whiskers: 5th-95th percentile", but matplotlib's whis=(5, 95) stops each whisker at the
+    # last step inside the percentile: with 10 steps and one slow one, the table's p95 of 1,253 ms was drawn at
+    # 341 ms.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    from dlbench.report import charts
+
+    steps = [1.9994, 0.3410, 0.0498, 0.0487, 0.0526, 0.0485, 0.0534, 0.0498, 0.0526, 0.0486]
+    import numpy as np
+
+    p5, p95 = (float(v) for v in np.percentile(steps, [5, 95]))
+    seen = []
+    original = Axes.bxp
+
+    def spy(self, bxpstats, *args, **kwargs):
+        seen.extend(bxpstats)
+        return original(self, bxpstats, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "bxp", spy)
+    groups = [{"workload": "resnet50", "configs": [
+        {"label": "FP32 · eager · bs 8", "step_times_s": steps, "cv": 1.15, "precision": "fp32",
+         "p5_s": p5, "p95_s": p95}]}]
+    charts.step_time_chart(groups, tmp_path)
+    assert len(seen) == 1
+    assert seen[0]["whislo"] == pytest.approx(p5 * 1e3)
+    assert seen[0]["whishi"] == pytest.approx(p95 * 1e3)
+    assert sorted(seen[0]["fliers"]) == pytest.approx([48.5, 1999.4])  # the steps beyond p5 and p95
+
+
+def test_report_methodology_says_how_each_device_was_timed(tmp_path):
+    # The page said "the device is synchronised before every clock read" for every run; on CUDA dlbench records
+    # events at each step boundary and synchronises once per repeat (README, "Clocks"), on a CPU it reads a clock.
+    import report_docs
+    from dlbench.report.html import write_report
+
+    gpu = report_docs.make_document([report_docs.make_result(steps=5)])
+    cpu = report_docs.make_document([report_docs.make_result(steps=2, device="cpu", flavour="tiny")],
+                                    env=report_docs.environment(gpu_name=None))
+    html = write_report([gpu, cpu], tmp_path, published=[]).read_text(encoding="utf-8")
+    assert "synchronised before every clock read" not in html
+    assert "CUDA events" in html and "perf_counter" in html
+    assert "repeats of 2 or 5 steps" in html
