@@ -166,3 +166,25 @@ def test_report_methodology_says_how_each_device_was_timed(tmp_path):
     assert "synchronised before every clock read" not in html
     assert "CUDA events" in html and "perf_counter" in html
     assert "repeats of 2 or 5 steps" in html
+
+
+def test_report_prints_an_output_folder_with_brackets_whole(capsys, tmp_path):
+    _store(store_docs.document())
+    out_dir = tmp_path / "report[1]"
+    code, out, err = cli(capsys, "report", "--output", str(out_dir))
+    assert code == 0, err
+    assert str(out_dir / "index.html") in out
+
+
+def test_compare_prints_names_from_documents_literally(capsys, tmp_path):
+    import json
+
+    a = store_docs.document(env=store_docs.environment(gpu_name="GPU [/x] A"))
+    b = store_docs.document(results=[store_docs.result(workload="[bold]w", seed=9)])
+    paths = []
+    for name, doc in (("a.json", a), ("b.json", b)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps(doc), encoding="utf-8")
+    code, out, err = cli(capsys, "compare", str(paths[0]), str(paths[1]))
+    assert code == 0, err
+    assert "GPU [/x] A" in out and "[bold]w" in out

@@ -75,3 +75,20 @@ def test_gpu_run_with_every_optional_column_in_80_columns_keeps_the_configuratio
     assert text.count("bert-large-squad") >= 4  # every row still names its configuration
     for cell in ("412.3", "0.93\u00d7", "0.69", "41.5"):  # throughput, vs published, per W, compile s
         assert cell in text
+
+
+def test_progress_line_prints_an_error_with_brackets_literally():
+    # A failed configuration whose error held "[/dev/shm/...]" raised rich's MarkupError in the progress
+    # display: a traceback, and the rest of the sweep was never measured.
+    from dlbench.report.progress import RichProgress
+    from dlbench.runner.config import RunConfig
+
+    console = Console(width=200, record=True)
+    config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, seq_len=None,
+                       device="cpu", warmup_steps=1, steps=1, repeats=1, seed=0, flavour="tiny", world_size=1)
+    error = "OSError: cannot open [/dev/shm/torch_123] [red]x"
+    with RichProgress(console) as display:
+        display.sweep_started(1)
+        display.config_started(0, 1, config)
+        display.config_finished(0, {"status": "error", "error": error})
+    assert error in console.export_text()

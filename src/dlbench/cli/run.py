@@ -242,7 +242,8 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
             from dlbench.report.scaling_table import scaling_table
 
             out.print(scaling_table(results))
-    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,
+              markup=False, soft_wrap=True)  # paths whole: not markup, not broken across lines
     if outcome.interrupted is not None:
         err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
         return 128 + int(outcome.interrupted.signum)

@@ -61,6 +61,8 @@ class RichProgress(SweepObserver):
                                  completed=done)
 
     def config_finished(self, index: int, result: dict[str, Any]) -> None:
+        from rich.markup import escape
+
         status = result.get("status")
         if status == "ok":
             value = result.get("samples_per_s")
@@ -68,7 +70,8 @@ class RichProgress(SweepObserver):
             text = f"[green]ok[/green] {value:,.1f} {unit}/s" if value is not None else "[green]ok[/green]"
         else:  # a skipped configuration (the hardware cannot run it) is not a failure: no red
             style = "dim" if status == "skipped" else "red"
-            text = f"[{style}]{status}[/{style}]: {result.get('error') or ''}"
+            # escaped: an error message is not markup ("[/dev/shm/...]" raised MarkupError mid-sweep)
+            text = f"[{style}]{escape(str(status))}[/{style}]: {escape(str(result.get('error') or ''))}"
         self.bars.console.print(f"{self.label}: {text}", highlight=False)
         if self.overall is not None:
             self.bars.advance(self.overall)
