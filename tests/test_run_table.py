@@ -92,3 +92,20 @@ def test_progress_line_prints_an_error_with_brackets_literally():
         display.config_started(0, 1, config)
         display.config_finished(0, {"status": "error", "error": error})
     assert error in console.export_text()
+
+
+def test_throughput_below_one_sample_per_second_keeps_two_significant_digits():
+    # The CPU quick suite's full-size ResNet-50 (0.14 images/s) and BERT (0.07 sequences/s) both read "0.1".
+    from dlbench.report.progress import RichProgress
+    from dlbench.runner.config import RunConfig
+
+    text = _render([_result(samples_per_s=0.1406), _result(samples_per_s=0.0712, precision="amp-bf16")], 140)
+    assert "0.14" in text and "0.071" in text
+    console = Console(width=200, record=True)
+    config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=2, seq_len=None,
+                       device="cpu", warmup_steps=1, steps=1, repeats=1, seed=0, flavour="full", world_size=1)
+    with RichProgress(console) as display:
+        display.sweep_started(1)
+        display.config_started(0, 1, config)
+        display.config_finished(0, {"status": "ok", "samples_per_s": 0.1406, "unit": "images"})
+    assert "ok 0.14 images/s" in console.export_text()

@@ -67,7 +67,9 @@ class RichProgress(SweepObserver):
         if status == "ok":
             value = result.get("samples_per_s")
             unit = result.get("unit") or "samples"
-            text = f"[green]ok[/green] {value:,.1f} {unit}/s" if value is not None else "[green]ok[/green]"
+            from dlbench.report.table import throughput_text
+
+            text = f"[green]ok[/green] {throughput_text(value)} {unit}/s" if value is not None else "[green]ok[/green]"
         else:  # a skipped configuration (the hardware cannot run it) is not a failure: no red
             style = "dim" if status == "skipped" else "red"
             # escaped: an error message is not markup ("[/dev/shm/...]" raised MarkupError mid-sweep)

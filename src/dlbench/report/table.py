@@ -23,9 +23,13 @@ def _tflops(flops_per_s: float | None) -> str:
     return f"{value:.2f}" if value >= 0.01 or value == 0 else f"{value:.2g}"
 
 
-def _throughput(value: float | None) -> str:
+def throughput_text(value: float | None) -> str:
+    """samples/s for the run table and progress lines: one decimal, none from 1,000 up, and two significant
+    digits below 1 (a CPU's 0.14 and 0.071 images/s both read "0.1")."""
     if value is None:
         return "-"
+    if 0 < value < 1:
+        return f"{value:.2g}"
     return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
 
 
@@ -141,7 +145,7 @@ def _row(r: dict[str, Any], details: bool = False) -> list[str]:
         _text(r.get("precision", "?")),
         _text(r.get("compile", "?")),
         batch,
-        _throughput(r.get("samples_per_s")),
+        throughput_text(r.get("samples_per_s")),
         _fmt(r.get("cv"), ".1%"),
         step,
         _fmt(r.get("peak_memory_bytes"), ".2f", 1e-9),
