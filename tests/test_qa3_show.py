@@ -188,3 +188,16 @@ def test_compare_prints_names_from_documents_literally(capsys, tmp_path):
     code, out, err = cli(capsys, "compare", str(paths[0]), str(paths[1]))
     assert code == 0, err
     assert "GPU [/x] A" in out and "[bold]w" in out
+
+
+@pytest.mark.parametrize(("name", "hint"), [
+    ("resnet50-tiny", "use -w resnet50 --tiny"),  # the tiny flavour is a flag, not a workload name
+    ("bert-base-squad-tiny", "use -w bert-base-squad --tiny"),
+    ("resnet5", "did you mean resnet50?"),
+    ("bert-large", "did you mean bert-large-mlm, bert-large-squad?"),
+])
+def test_run_unknown_workload_suggests_the_name_meant(capsys, name, hint):
+    code, out, err = cli(capsys, "run", "-w", name)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: unknown workload '{name}'") and err.count("\n") == 1
+    assert hint in err
