@@ -222,6 +222,12 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         with RichProgress(err) as display:
             outcome = run_sweep(plan, display, save_partial, max_start_temp, max_wait, probe.devices["cuda"])
 
+    if outcome.interrupted is not None and not results:
+        # Nothing to keep: an empty run would only become "latest" and leave `dlbench report` nothing to show.
+        err.print(f"interrupted ({outcome.interrupted}) before any configuration finished: nothing was measured, "
+                  "nothing stored", highlight=False)
+        return 128 + int(outcome.interrupted.signum)
+
     # Saving must not be cut short by a second Ctrl-C: ignore SIGINT until the document is on disk.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
