@@ -109,3 +109,17 @@ def test_throughput_below_one_sample_per_second_keeps_two_significant_digits():
         display.config_started(0, 1, config)
         display.config_finished(0, {"status": "ok", "samples_per_s": 0.1406, "unit": "images"})
     assert "ok 0.14 images/s" in console.export_text()
+
+
+def test_scaling_table_in_80_columns_cuts_nothing():
+    # The scaling table under `--gpus 1,2` cut its first header to "configurat…" in 80 columns.
+    from dlbench.report.scaling_table import scaling_table
+
+    results = [_result(workload="bert-large-squad", seq_len=384, flavour="full", samples_per_s=v, world_size=n,
+                       batch_size=32, scaling_efficiency=None if n == 1 else v / (n * 412.3))
+               for n, v in ((1, 412.3), (2, 801.9), (4, 15_612.8))]
+    console = Console(width=80, record=True)
+    console.print(scaling_table(results))
+    text = console.export_text()
+    assert "…" not in text and "configuration" in text and "15,612.8" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
