@@ -201,3 +201,16 @@ def test_run_unknown_workload_suggests_the_name_meant(capsys, name, hint):
     assert code == 2 and out == ""
     assert err.startswith(f"error: unknown workload '{name}'") and err.count("\n") == 1
     assert hint in err
+
+
+def test_report_headline_does_not_call_skipped_configurations_measured(tmp_path):
+    # "8 configurations measured, 6 completed": two of the eight were skipped (tf32 on a CPU), never measured.
+    import report_docs
+    from dlbench.report.html import write_report
+
+    results = [report_docs.make_result(seed=i) for i in range(3)]
+    results.append(report_docs.make_result(precision="tf32", status="skipped"))
+    results.append(report_docs.make_result(workload="bert-large-squad", seq_len=384, status="oom"))
+    html = write_report([report_docs.make_document(results)], tmp_path, published=[]).read_text(encoding="utf-8")
+    assert "5 configurations: 3 measured, 1 skipped, 1 failed." in html
+    assert "configurations measured" not in html

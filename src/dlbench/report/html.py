@@ -55,6 +55,8 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "version": __version__,
         "sources": sorted({s for r in rows for s in r["sources"]}),
         "ok_count": sum(1 for r in rows if r["status"] == "ok"),
+        "skipped_count": sum(1 for r in rows if r["status"] == "skipped"),
+        "failed_count": sum(1 for r in rows if r["status"] not in ("ok", "skipped")),
     }
     html = _render(context)
     _remove_stale_charts(chart_dir, {f["chart"].name for g in groups for f in g["figures"]})
