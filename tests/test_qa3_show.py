@@ -214,3 +214,19 @@ def test_report_headline_does_not_call_skipped_configurations_measured(tmp_path)
     html = write_report([report_docs.make_document(results)], tmp_path, published=[]).read_text(encoding="utf-8")
     assert "5 configurations: 3 measured, 1 skipped, 1 failed." in html
     assert "configurations measured" not in html
+
+
+def test_report_of_a_tiny_cpu_run_drops_the_all_dash_vs_published_column(tmp_path):
+    # Every row of a CPU --tiny report repeated "— tiny flavour: published results are for the full-size models"
+    # in a narrow column; the "Against published results" section already says it once.
+    import report_docs
+    from dlbench.report.html import write_report
+
+    results = [report_docs.make_result(seed=i, device="cpu", flavour="tiny") for i in range(3)]
+    doc = report_docs.make_document(results, env=report_docs.environment(gpu_name=None))
+    html = write_report([doc], tmp_path).read_text(encoding="utf-8")
+    assert html.count("published results are for the full-size models") == 1
+    assert ">vs published<" not in html
+    full = report_docs.make_document([report_docs.make_result()])
+    html = write_report([full], tmp_path / "gpu").read_text(encoding="utf-8")
+    assert ">vs published<" in html

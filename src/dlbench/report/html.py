@@ -37,6 +37,9 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         published = load_published_rows()
     runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
     rows = _result_rows(documents, runs, published)
+    # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
+    # the "Against published results" section says why, once.
+    show_vs = any(r["vs_main"] != fmt.DASH for r in rows)
     groups = [g for g in (
         _ranking_group(documents, runs, published, chart_dir),
         _speedup_group(documents, runs, chart_dir),
@@ -48,6 +51,7 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "title": "dlbench report",
         "runs": runs,
         "rows": rows,
+        "show_vs": show_vs,
         "groups": groups,
         "environment": _environment_table(documents, runs),
         "methodology": _methodology(documents),
