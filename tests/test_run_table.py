@@ -123,3 +123,23 @@ def test_scaling_table_in_80_columns_cuts_nothing():
     text = console.export_text()
     assert "…" not in text and "configuration" in text and "15,612.8" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_progress_lines_in_a_log_file_are_not_wrapped():
+    # Piped to a file, a skipped configuration's line was broken at 80 columns mid-reason.
+    import io
+
+    from dlbench.report.progress import RichProgress
+    from dlbench.runner.config import RunConfig
+
+    log = io.StringIO()
+    console = Console(file=log, width=80)
+    config = RunConfig(workload="bert-large-squad", precision="tf32", compile="default", batch_size=8, seq_len=32,
+                       device="cpu", warmup_steps=1, steps=1, repeats=1, seed=0, flavour="tiny", world_size=1)
+    reason = "tf32 is an NVIDIA tensor-core mode (CUDA compute capability >= 8.0); not available on cpu"
+    with RichProgress(console) as display:
+        display.sweep_started(1)
+        display.config_started(0, 1, config)
+        display.config_finished(0, {"status": "skipped", "error": reason})
+    lines = [line for line in log.getvalue().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].endswith(reason)

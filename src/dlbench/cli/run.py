@@ -194,7 +194,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         return 130
     plan = probe.plan
     for note in plan.notes:
-        err.print(f"[bold]{note}[/bold]", highlight=False)
+        err.print(f"[bold]{note}[/bold]", highlight=False, soft_wrap=not err.is_terminal)
 
     run_id, created_at = new_run_id(), utc_now_iso()
     command = ["dlbench", *sys.argv[1:]]
