@@ -230,3 +230,15 @@ def test_report_of_a_tiny_cpu_run_drops_the_all_dash_vs_published_column(tmp_pat
     full = report_docs.make_document([report_docs.make_result()])
     html = write_report([full], tmp_path / "gpu").read_text(encoding="utf-8")
     assert ">vs published<" in html
+
+
+def test_show_piped_prints_each_warning_on_one_line(capsys):
+    # Redirected to a file, a long warning was broken mid-sentence (at 200 columns for show, 130 for run).
+    r = store_docs.result(seed=6)
+    warning = ("unstable: throughput varies 38.7% across repeats (CV > 5%); check clocks, temperature and other "
+               "load on the machine, or use more steps; " + "x" * 150)
+    r["warnings"] = [warning]
+    _store(store_docs.document(results=[r]))
+    code, out, _ = cli(capsys, "results", "show", "latest")
+    assert code == 0
+    assert any(line.endswith(warning) for line in out.splitlines())

@@ -197,7 +197,7 @@ def register(app: typer.Typer) -> None:
 
         out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):
-            out.print(plain(line), markup=False, highlight=False)
+            out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
         out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12], highlight=False)
 
     @results_app.command("export")

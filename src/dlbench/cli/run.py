@@ -243,7 +243,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     if results:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
-            out.print(line, highlight=False, markup=False)
+            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
         if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
             from dlbench.report.scaling_table import scaling_table
 
