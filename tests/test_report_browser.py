@@ -91,3 +91,44 @@ def test_screenshot(browser, sample_report, tmp_path):
         r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
         vermillion = int(((abs(r - 0xD5) < 12) & (abs(g - 0x5E) < 12) & (b < 20)).sum())
     assert vermillion > 200, f"no highlighted bar visible in {shot}"
+
+
+# At the load event, measure the layout: page overflow, where each throughput cell ends, the header cards' widths.
+LAYOUT_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const right = el => el.getBoundingClientRect().right;
+  const out = {
+    viewport: window.innerWidth,
+    page: document.documentElement.scrollWidth,
+    throughput_right: Array.from(document.querySelectorAll("#results td.throughput")).map(right),
+    status_right: Array.from(document.querySelectorAll("#results td.status")).map(right),
+    fact_widths: Array.from(document.querySelectorAll(".fact")).map(el => el.getBoundingClientRect().width),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "dlbench-layout-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def test_narrow_window_shows_every_result_without_sideways_scrolling(browser, sample_report, tmp_path):
+    # At 420 px (a phone) the results table scrolled sideways with only the run and configuration in view, and
+    # the header cards were three columns of "PyTorc / h / 2.14.1".
+    _, index = sample_report
+    check = index.parent / "layout-check.html"
+    check.write_text(index.read_text(encoding="utf-8").replace("</body>", LAYOUT_CHECK + "</body>"),
+                     encoding="utf-8")
+    proc = _chromium(browser, tmp_path / "profile", "--window-size=420,3000", "--virtual-time-budget=10000",
+                     "--dump-dom", check.as_uri())
+    match = re.search(r'<pre id="dlbench-layout-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"no layout report in the DOM (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    layout = json.loads(htmllib.unescape(match.group(1)))
+    width = layout["viewport"]
+    assert width <= 500
+    assert layout["throughput_right"] and max(layout["throughput_right"]) <= width
+    assert layout["status_right"] and max(layout["status_right"]) <= width
+    assert layout["page"] <= width  # nothing sticks out of the page
+    assert min(layout["fact_widths"]) > width * 0.6  # one card per line

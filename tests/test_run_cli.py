@@ -164,3 +164,32 @@ def test_tiny_run_on_a_gpu_records_memory_and_start_temperature(tmp_path):
         assert isinstance(result["peak_memory_bytes"], int) and result["peak_memory_bytes"] > 0
         if doc["environment"]["driver_version"]:  # NVIDIA (NVML): the start temperature is read
             assert isinstance(result["start_temperature_c"], float)
+
+
+def test_ctrl_c_before_any_configuration_finished_stores_no_empty_run(tmp_path, isolated_home):
+    # Ctrl-C during the first configuration stored a run of 0 results, which became "latest": `dlbench report`
+    # then failed with "nothing to report" although earlier runs were there.
+    pidfile = tmp_path / "hang.pid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", *FAST, "-w", "fault-hang", "-w", "resnet50", "-p", "fp32",
+         "--json", str(tmp_path / "never.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env(DLBENCH_FAULT_PIDFILE=str(pidfile)))
+    try:
+        deadline = time.monotonic() + 240
+        while not pidfile.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the hanging workload never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "nothing was measured" in stderr
+    assert not (tmp_path / "never.json").exists()
+    assert not list((isolated_home / "results").glob("*.json")) if (isolated_home / "results").exists() else True
+    listed = subprocess.run([sys.executable, "-m", "dlbench", "results", "list", "--json"], capture_output=True,
+                            text=True, timeout=60, env=env())
+    assert json.loads(listed.stdout) == []

@@ -23,10 +23,13 @@ def db_option() -> Any:
 
 
 def console(stderr: bool = False):
-    """A rich console (imported lazily: rich is only needed when something is printed)."""
+    """A rich console (imported lazily: rich is only needed when something is printed).
+
+    Without rich's automatic highlighting, which coloured stray numbers in prose ("1." of "1.94x", the "GPU"
+    of "GPU(s)"); styles come from dlbench's own markup only."""
     from rich.console import Console
 
-    return Console(stderr=stderr)
+    return Console(stderr=stderr, highlight=False)
 
 
 def plain(text: str) -> str:

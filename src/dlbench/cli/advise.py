@@ -70,6 +70,8 @@ def _print(a, top: int) -> None:
     from rich.table import Table
 
     con = console()
+    if not con.is_terminal:  # piped or redirected: no need to squeeze the table into 80 columns
+        con.width = max(con.width, 120)
     unit = "img/s" if a.workload == "resnet50" else "seq/s"
     if a.memory_need is not None:
         m = a.memory_need
@@ -80,19 +82,26 @@ def _print(a, top: int) -> None:
     elif a.min_memory_bytes is None:
         for rule in a.rules_of_thumb:
             con.print(f"rule of thumb: \"{rule['quote']}\" ({rule['source']}); filter with --min-memory-gb or "
-                      "--model-params")
+                      "--model-params", highlight=False)
+    from rich import box
+
+    # Numbers and kinds are never cut (an 80-column terminal cut the band to "(97-1…"); the build name wraps.
     table = Table(title=f"{a.workload} {a.precision}: ranked by {unit} per 1,000 USD of "
-                        f"{a.assumptions['years']:g}-year cost of ownership")
+                        f"{a.assumptions['years']:g}-year cost of ownership", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    narrow = con.width < 100  # the band goes under the figure, headers on two lines
     for col, just in (("#", "right"), ("build", "left"), (unit, "right"), ("from", "left"),
                       ("per kUSD", "right"), ("per W", "right"), ("memory", "right"), ("price USD", "right"),
                       ("TCO USD", "right")):
-        table.add_column(col, justify=just)
+        table.add_column(col.replace(" ", "\n") if narrow else col, justify=just, no_wrap=col != "build",
+                         min_width=12 if col == "build" else None)
     shown = a.options[:top]
     for o in shown:
         style = KIND_STYLE.get(o.throughput_kind, "")
         table.add_row(
             str(o.rank), f"{o.num_gpus}x {escape(o.gpu)}",
-            f"{o.samples_per_s:,.0f} ({o.samples_per_s_low:,.0f}-{o.samples_per_s_high:,.0f})",
+            f"{o.samples_per_s:,.0f}{chr(10) if narrow else ' '}"
+            f"({o.samples_per_s_low:,.0f}-{o.samples_per_s_high:,.0f})",
             f"[{style}]{o.throughput_kind}[/]", f"{o.samples_per_s_per_kusd:,.1f}", f"{o.samples_per_s_per_w:.2f}",
             f"{o.memory_bytes_per_gpu / 2**30:.0f} GB" if o.memory_bytes_per_gpu else "-",
             f"{o.purchase_usd:,.0f}", f"{o.total_cost_usd:,.0f}")

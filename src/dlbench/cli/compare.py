@@ -63,11 +63,14 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
                   f"raw step times; significant when both are below alpha {alpha:g} (--json has both).[/dim]")
     else:
         out.print("No configuration was measured in both runs.")
+    from rich.markup import escape
+
+    # Labels and warnings carry names from the documents (GPU, workload): text, never markup.
     for side, labels in (("A", report["only_in_a"]), ("B", report["only_in_b"])):
         if labels:
-            out.print(f"Only in {side}: " + "; ".join(labels))
+            out.print(f"Only in {side}: " + "; ".join(labels), markup=False)
     for warning in report["warnings"]:
-        out.print(f"[yellow]warning:[/yellow] {warning}")
+        out.print(f"[yellow]warning:[/yellow] {escape(str(warning))}")
 
 
 def published_rows(doc: dict[str, Any], published: list[Any] | None = None) -> list[dict[str, Any]]:

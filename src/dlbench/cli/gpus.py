@@ -87,12 +87,14 @@ def _list_table(specs: list[Any]):
         title=f"{len(specs)} GPUs",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        padding=(0, 1, 0, 0),
         caption="GB/s: memory bandwidth. FP16, BF16: dense tensor TFLOPS with FP32 accumulation (half rate on "
         "GeForce). USD: launch or typical price (`dlbench gpus show NAME` gives its date and every source).",
     )
-    table.add_column("GPU")
-    table.add_column("Arch")
-    table.add_column("Memory", no_wrap=True)
+    # Names wrap rather than end in "…" in an 80-column terminal ("Blackw…", "RTX PRO Blackwe…").
+    table.add_column("GPU", min_width=12, overflow="fold")
+    table.add_column("Arch", min_width=len("Blackwell"), overflow="fold")
+    table.add_column("Memory", min_width=len("180 GB"))
     for header in ("GB/s", "FP16", "BF16", "TDP W", "USD"):  # numbers are never cut
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     for spec in specs:

@@ -44,4 +44,4 @@ def register(app: typer.Typer) -> None:
             raise BadInput(f"cannot write the report to {output}: {exc.strerror or exc}") from None
         charts = sorted(p.name for p in (output / "charts").glob("*.png")) if (output / "charts").is_dir() else []
         console().print(f"Wrote {index} ({len(charts)} chart{'s' if len(charts) != 1 else ''}, PNG and SVG in "
-                        f"{output / 'charts'})")
+                        f"{output / 'charts'})", markup=False, soft_wrap=True)  # paths whole: not markup, not wrapped

@@ -89,30 +89,6 @@ def _batch_text(result: dict) -> str:
     return f"{result['batch_size']} x {result['world_size']}"
 
 
-def _results_table(doc: dict):
-    from rich.table import Table
-
-    table = Table(title="Results", title_justify="left")
-    for header in ("workload", "precision", "compile", "batch", "seq", "samples/s", "CV %", "step ms (median)",
-                   "step ms (p5-p95)", "peak mem GB", "TFLOP/s", "compile s", "status"):
-        table.add_column(header, justify="left" if header in ("workload", "precision", "compile", "status")
-                         else "right")
-    for r in doc["results"]:
-        step = r.get("step_time_s") or {}
-        spread = "-" if step.get("p5") is None or step.get("p95") is None else \
-            f"{step['p5'] * 1e3:.1f}-{step['p95'] * 1e3:.1f}"
-        status = r["status"] if not r.get("error") else f"{r['status']}: {r['error']}"
-        _row(
-            table, r["workload"], r["precision"], r["compile"],
-            _batch_text(r),
-            "-" if r.get("seq_len") is None else str(r["seq_len"]),
-            _num(r.get("samples_per_s")), _num(r.get("cv"), 100.0), _num(step.get("median"), 1e3, 2), spread,
-            _num(r.get("peak_memory_bytes"), 1e-9, 2), _num(r.get("achieved_flops_per_s"), 1e-12, 2),
-            _num(r.get("compile_time_s")), status,
-        )
-    return table
-
-
 def _telemetry_table(doc: dict):
     """GPU power, energy, temperature and clock per measured configuration; a data-parallel configuration has a
     row for the group (totals) and one per GPU. None when no result has telemetry."""
@@ -230,11 +206,15 @@ def register(app: typer.Typer) -> None:
         if not found:
             typer.echo(f"No stored runs match (database: {label}).")
             return
+        from rich import box
         from rich.table import Table
 
-        table = Table()
-        for header in ("run id", "created (UTC)", "host", "GPU", "results ok/all", "workloads", "dlbench"):
-            table.add_column(header)
+        # Run ids and dates stay whole (they are what one copies); names wrap in a narrow terminal.
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+        for header, whole in (("run id", True), ("created (UTC)", True), ("host", False), ("GPU", False),
+                              ("ok/all", True), ("workloads", False), ("dlbench", True)):
+            table.add_column(header, no_wrap=whole, min_width=16 if header == "created (UTC)" else None,
+                             overflow="ellipsis" if whole else "fold")
         for run in found:
             _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
@@ -260,11 +240,17 @@ def register(app: typer.Typer) -> None:
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "
                   f"dlbench {escape(plain(doc['dlbench_version']))}, schema {doc['schema_version']}")
         out.print(_environment_table(doc))
-        out.print(_results_table(doc))
+        for note in doc.get("notes") or []:
+            out.print(f"note: {plain(str(note))}", markup=False, highlight=False)
+        from dlbench.report.table import result_messages, results_table
+
+        out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
+        for line in result_messages(doc["results"]):
+            out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
         telemetry = _telemetry_table(doc)
         if telemetry is not None:
             out.print(telemetry)
-        out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12])
+        out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12], highlight=False)
 
     @results_app.command("export")
     def export_cmd(

@@ -194,7 +194,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         return 130
     plan = probe.plan
     for note in plan.notes:
-        err.print(f"[bold]{note}[/bold]", highlight=False)
+        err.print(f"[bold]{note}[/bold]", highlight=False, soft_wrap=not err.is_terminal)
 
     run_id, created_at = new_run_id(), utc_now_iso()
     command = ["dlbench", *sys.argv[1:]]
@@ -222,6 +222,12 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         with RichProgress(err) as display:
             outcome = run_sweep(plan, display, save_partial, max_start_temp, max_wait, probe.devices["cuda"])
 
+    if outcome.interrupted is not None and not results:
+        # Nothing to keep: an empty run would only become "latest" and leave `dlbench report` nothing to show.
+        err.print(f"interrupted ({outcome.interrupted}) before any configuration finished: nothing was measured, "
+                  "nothing stored", highlight=False)
+        return 128 + int(outcome.interrupted.signum)
+
     # Saving must not be cut short by a second Ctrl-C: ignore SIGINT until the document is on disk.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -237,12 +243,13 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     if results:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
-            out.print(line, highlight=False, markup=False)
+            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
         if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
             from dlbench.report.scaling_table import scaling_table
 
             out.print(scaling_table(results))
-    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,
+              markup=False, soft_wrap=True)  # paths whole: not markup, not broken across lines
     if outcome.interrupted is not None:
         err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
         return 128 + int(outcome.interrupted.signum)

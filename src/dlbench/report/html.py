@@ -39,6 +39,9 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         published = load_published_rows()
     runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
     rows = _result_rows(documents, runs, published)
+    # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
+    # the "Against published results" section says why, once.
+    show_vs = any(r["vs_main"] != fmt.DASH for r in rows)
     groups = [g for g in (
         _ranking_group(documents, runs, published, chart_dir),
         _speedup_group(documents, runs, chart_dir),
@@ -50,6 +53,7 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "title": "dlbench report",
         "runs": runs,
         "rows": rows,
+        "show_vs": show_vs,
         "groups": groups,
         "environment": _environment_table(documents, runs),
         "methodology": _methodology(documents),
@@ -57,6 +61,8 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "version": __version__,
         "sources": sorted({s for r in rows for s in r["sources"]}),
         "ok_count": sum(1 for r in rows if r["status"] == "ok"),
+        "skipped_count": sum(1 for r in rows if r["status"] == "skipped"),
+        "failed_count": sum(1 for r in rows if r["status"] not in ("ok", "skipped")),
     }
     html = _render(context)
     _remove_stale_charts(chart_dir, {f["chart"].name for g in groups for f in g["figures"]})
@@ -224,8 +230,10 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
             label = _short_config(r)
             if run["prefix"]:
                 label = f"{run['short']} \u00b7 {label}"
+            spread = r.get("step_time_s") or {}
             by_workload.setdefault(r["workload"], []).append(
-                {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision")})
+                {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
+                 "p5_s": spread.get("p5"), "p95_s": spread.get("p95")})
     if not by_workload:
         return None
     groups = [{"workload": w, "configs": c} for w, c in by_workload.items()]
@@ -332,9 +340,18 @@ def _environment_table(documents, runs) -> dict[str, Any]:
     return {"headers": [r["short"] for r in runs], "rows": rows}
 
 
+# How each kind of device is timed (README, Methodology: "Clocks"; runner/measure.py).
+_CLOCKS = {
+    "cuda": "CUDA events at every step boundary, the GPU synchronised before the first and after the last step "
+            "of each repeat",
+    "mps": "the MPS device synchronised before every time.perf_counter() read",
+    "cpu": "time.perf_counter() at every step boundary",
+}
+
+
 def _methodology(documents) -> list[tuple[str, str]]:
-    """What was timed and how, from the documents' own numbers (warm-up and measured step counts)."""
-    warmups, steps, repeats = set(), set(), set()
+    """What was timed and how, from the documents' own numbers (warm-up and measured step counts, devices)."""
+    warmups, steps, repeats, devices = set(), set(), set(), set()
     for doc in documents:
         for r in doc.get("results") or []:
             if r.get("status") != "ok":
@@ -343,15 +360,19 @@ def _methodology(documents) -> list[tuple[str, str]]:
             reps = r.get("repeats") or []
             repeats.add(len(reps))
             steps.update(len(rep.get("step_times_s") or []) for rep in reps)
+            devices.add(str(r.get("device") or "").split(":")[0])
 
     def counts(values: set[int]) -> str:
-        return ", ".join(str(v) for v in sorted(values)) or fmt.DASH
+        return " or ".join(str(v) for v in sorted(values)) or fmt.DASH
 
+    kinds = [kind for kind in _CLOCKS if kind in devices]
+    clocks = "; ".join(_CLOCKS[kind] + (f" ({kind.upper()} runs)" if len(kinds) > 1 else "") for kind in kinds)
     return [
-        ("Data", "Synthetic random inputs created once on the device from a fixed seed, outside the timed loop."),
+        ("Data", "Synthetic random inputs drawn once from a fixed seed and moved to the device before timing "
+                 "starts; data loading is not measured."),
         ("Warm-up", f"{counts(warmups)} steps per configuration, timed but excluded from every figure."),
-        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps; the device is synchronised before "
-                        "every clock read and each configuration runs in its own process."),
+        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps, timed with "
+                        f"{clocks or 'the device clock'}; each configuration runs in its own process."),
         ("Throughput", "Per repeat: samples / sum of its step times (samples = batch size \u00d7 GPUs). Reported: "
                        "the mean over repeats; CV is their coefficient of variation (warning above 5%)."),
         ("Compilation", "torch.compile time is measured separately and never counted in throughput."),

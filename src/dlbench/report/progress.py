@@ -61,14 +61,20 @@ class RichProgress(SweepObserver):
                                  completed=done)
 
     def config_finished(self, index: int, result: dict[str, Any]) -> None:
+        from rich.markup import escape
+
         status = result.get("status")
         if status == "ok":
             value = result.get("samples_per_s")
             unit = result.get("unit") or "samples"
-            text = f"[green]ok[/green] {value:,.1f} {unit}/s" if value is not None else "[green]ok[/green]"
+            from dlbench.report.table import throughput_text
+
+            text = f"[green]ok[/green] {throughput_text(value)} {unit}/s" if value is not None else "[green]ok[/green]"
         else:  # a skipped configuration (the hardware cannot run it) is not a failure: no red
             style = "dim" if status == "skipped" else "red"
-            text = f"[{style}]{status}[/{style}]: {result.get('error') or ''}"
-        self.bars.console.print(f"{self.label}: {text}", highlight=False)
+            # escaped: an error message is not markup ("[/dev/shm/...]" raised MarkupError mid-sweep)
+            text = f"[{style}]{escape(str(status))}[/{style}]: {escape(str(result.get('error') or ''))}"
+        # One line per configuration in a log file (piped, redirected): grep finds it whole.
+        self.bars.console.print(f"{self.label}: {text}", highlight=False, soft_wrap=not self.console.is_terminal)
         if self.overall is not None:
             self.bars.advance(self.overall)

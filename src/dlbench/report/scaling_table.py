@@ -12,17 +12,21 @@ from typing import Any
 
 def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel scaling (batch size per device)"):
     """A rich Table: configuration, devices, global batch, samples/s, ideal samples/s, efficiency."""
+    from rich import box
     from rich.table import Table
 
     from dlbench.analysis.scaling import scaling_series
 
     nodes = {(r.get("workload"), r.get("precision"), r.get("compile"), r.get("batch_size"), r.get("seq_len"),
               r.get("world_size") or 1): r.get("nodes") for r in results}
-    table = Table(title=title, header_style="bold", title_justify="left")
+    # The run table's look; numbers never cut, the configuration wraps (an 80-column terminal cut its header).
+    table = Table(title=title, header_style="bold", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, padding=(0, 1, 0, 0))
     for col, justify in (("configuration", "left"), ("devices", "right"), ("nodes", "right"),
                          ("global batch", "right"), ("samples/s", "right"), ("ideal", "right"),
                          ("efficiency", "right")):
-        table.add_column(col, justify=justify)
+        table.add_column(col, justify=justify, no_wrap=col != "configuration",
+                         min_width=len(col) if col == "configuration" else None)
     for series in scaling_series(results):
         for p in series["points"]:
             key = (series["workload"], series["precision"], series["compile"], series["batch_size"],

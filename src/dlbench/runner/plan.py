@@ -199,11 +199,25 @@ def _device_syntax_ok(device: str) -> bool:
 
 
 def check_workloads(names: list[str]) -> None:
-    """Unknown workload names raise BadInput listing the valid ones (via the registry)."""
+    """Unknown workload names raise BadInput listing the valid ones, with the name probably meant: `X-tiny`
+    is `-w X --tiny`, a typo gets its close matches."""
+    import difflib
+
+    from dlbench.errors import BadInput
     from dlbench.workloads import registry
 
+    known = registry.names()
     for name in names:
-        registry.get(name)
+        if name in known:
+            continue
+        base = name.removesuffix("-tiny").removesuffix("_tiny")
+        if base != name and base in known:
+            hint = f"; the tiny flavour is an option: use -w {base} --tiny"
+        else:
+            close = [k for k in known if k.startswith(name)] or sorted(
+                difflib.get_close_matches(name, known, n=3, cutoff=0.6))
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise BadInput(f"unknown workload {name!r}{hint} (choose from: {', '.join(known)})")
 
 
 # -------------------------------------------------------------------------------------------------- device
