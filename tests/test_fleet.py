@@ -53,6 +53,12 @@ def six_nodes(created_at="2026-11-22T04:00:00Z"):
             node("node06", seed=6, telemetry=tel(pcie_link_width_min=8), **when)]
 
 
+def readme_fleet():
+    """The README's example: six_nodes plus node07 (6% slower, its PCIe link at x8) and node08 (another driver)."""
+    return [*six_nodes(), node("node07", STEP_S / 0.94, seed=7, telemetry=tel(pcie_link_width_min=8)),
+            node("node08", seed=8, env={"driver_version": "550.54.15"})]
+
+
 def rows_by_host(report, group=0):
     return {row["host"]: row for row in report["groups"][group]["rows"]}
 
@@ -74,6 +80,7 @@ def test_the_throttled_node_is_slow_and_the_two_percent_one_is_not():
     assert "91 C" in slow["causes"][0]["message"]
     assert any(c["cause"] == "low_sm_clock" and c["short"] == "SM clock -15%" for c in slow["causes"])
     # every node is power-capped at times: that tells none of them apart
+    assert group["fleet_wide_causes"] == [{"cause": "power_throttling", "text": "power throttling", "runs": 6}]
     assert all(c["fleet_wide"] for row in rows.values() for c in row["causes"] if c["cause"] == "power_throttling")
     assert rows["node05"]["verdict"] == "ok" and not rows["node05"]["flagged"]
     assert -3 < rows["node05"]["vs_median_pct"] < -1
@@ -150,18 +157,21 @@ def test_like_is_compared_with_like_only():
     assert ("bert-base-squad amp-fp16 compile=off bs=32 seq=384", "H100 SXM5 80GB", 3) in labels
     assert [f["host"] for f in report["flagged"]] == ["node04"]  # node07 is not "slow": it is another GPU
     assert report["summary"].startswith("7 nodes, 1 slow: node04")
+    assert report["summary"].endswith("; 1 configuration with fewer than 3 runs not judged")
 
 
 def test_a_node_that_failed_where_its_peers_measured_is_flagged():
     docs = six_nodes()[:4]
     docs.append(node("node09", status="oom"))
     docs.append(node("node10", status="skipped"))
+    docs.append(node("node11", status="error"))
     report = fleet_report(docs)
     rows = rows_by_host(report)
     assert rows["node09"]["verdict"] == "failed" and rows["node09"]["flagged"]
     assert rows["node10"]["verdict"] == "skipped" and not rows["node10"]["flagged"]
     assert report["groups"][0]["rows"][0]["host"] == "node09"  # failures first
-    assert "node09 (failed, out of memory)" in report["summary"] and "1 slow, 1 failed" in report["summary"]
+    assert "node09 (failed, out of memory)" in report["summary"] and "1 slow, 2 failed" in report["summary"]
+    assert "node11 (failed, simulated error)" in report["summary"]
 
 
 def test_software_and_power_limit_other_than_the_majority_are_causes():
@@ -214,6 +224,7 @@ def test_each_gpu_of_a_data_parallel_node_is_named():
     assert first["gpu"] == "GPU 2" and first["cause"] == "thermal_throttling"
     assert report["summary"].endswith("dgx5 " f"({slow['vs_median_pct']:+.0f}%, GPU 2: thermal throttling)")
     assert rows["dgx6"]["gpus"] == [] and rows["dgx6"]["verdict"] == "ok"
+    assert len(rows["dgx1"]["gpus"]) == 4
     # main's group block (no identity, the sampler's `gpu` entry) names GPUs by their CUDA index
     plain = [{k: v for k, v in b.items() if k not in ("device_index", "hostname")} | {"gpu": {"cuda_index": i}}
              for i, b in enumerate(docs[4]["results"][0]["telemetry"]["per_gpu"])]
@@ -235,6 +246,16 @@ def test_one_gpu_runs_on_each_device_name_the_gpu():
     assert group["measured"] == 6 and group["superseded"] == []  # (host, device) is the unit, not the host
     assert [f["node"] for f in report["flagged"]] == ["node2 GPU 1"]
     assert report["summary"].startswith("3 nodes, 1 slow: node2 GPU 1 (-15%, thermal throttling)")
+
+
+def test_cli_shows_the_gpu_with_a_cause_under_its_node(capsys):
+    store([*(ddp_node(f"dgx{i}", STEP_S, seed=i) for i in range(1, 5)), ddp_node("dgx5", STEP_S / 0.88, 2, seed=5)])
+    code, out, _ = run_cli(capsys, "fleet")
+    lines = [line.strip() for line in out.splitlines()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("dgx5"))
+    assert code == 1 and "4 GPUs" in lines[at] and "slow" in lines[at]
+    assert lines[at + 1].startswith("GPU 2") and "thermal throttling" in lines[at + 1] and "91 C" in lines[at + 1]
+    assert sum(line.startswith("GPU ") for line in lines) == 1  # the healthy GPUs get no line of their own
 
 
 def test_the_newest_run_of_a_host_counts_unless_all_runs():
@@ -348,6 +369,18 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, args, message):
     assert err.startswith(message) and err.count("\n") == 1
 
 
+def test_cli_host_names_cannot_drive_the_terminal(capsys):
+    docs = six_nodes()
+    docs[3]["environment"]["hostname"] = "node04\x1b[2J[bold]"
+    for doc in docs:
+        doc["environment"]["gpus"][0]["name"] = "Lab GPU [red]X"
+    store(docs)
+    code, out, _ = run_cli(capsys, "fleet")
+    assert code == 1 and "\x1b" not in out
+    assert "node04\ufffd[2J[bold]" in out  # shown as text, not as an escape sequence or rich markup
+    assert "bs 256 on Lab GPU [red]X: median" in out
+
+
 def test_cli_with_nothing_stored_exits_2(capsys):
     code, _, err = run_cli(capsys, "fleet")
     assert code == 2 and err.startswith("error: no runs match (in database")
@@ -391,3 +424,16 @@ def test_a_real_tiny_run_imported_as_three_nodes(tmp_path, isolated_home, capsys
     assert report["summary"] == "3 nodes, none slow (threshold 5% below the fleet median)"
     code, out, _ = run_cli(capsys, "fleet", str(folder))  # the files themselves, as a table
     assert code == 0 and "node-b" in out and out.splitlines()[-1].startswith("3 nodes, none slow")
+
+
+def test_the_readme_example_is_what_the_command_prints(capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    store(readme_fleet())
+    code, out, _ = run_cli(capsys, "fleet")
+    assert code == 1
+    assert out.splitlines()[-1] == "8 nodes, 2 slow: node04 (-10%, thermal throttling), node07 (-6%, PCIe x8)"
+    table = [line.rstrip() for line in out.splitlines() if line.lstrip().startswith("node")]
+    assert len(table) == 8 and all(line in readme for line in table)
+    assert out.splitlines()[-1] in readme

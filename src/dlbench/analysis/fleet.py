@@ -149,8 +149,11 @@ def summary_line(report: dict[str, Any]) -> str:
         rank = -1e9 if f["vs_median_pct"] is None else f["vs_median_pct"]
         if f["node"] not in worst or rank < worst[f["node"]]["rank"]:
             worst[f["node"]] = {**f, "rank": rank}
+    unjudged = sum(1 for g in report["groups"] if not g["judged"])
+    tail = (f"; {unjudged} configuration{'s' if unjudged != 1 else ''} with fewer than {MIN_RUNS} runs not judged"
+            if unjudged else "")
     if not worst:
-        return f"{head}, none slow (threshold {report['threshold_pct']:g}% below the fleet median)"
+        return f"{head}, none slow (threshold {report['threshold_pct']:g}% below the fleet median){tail}"
     parts = []
     for who, f in sorted(worst.items(), key=lambda wf: wf[1]["rank"]):
         what = "failed" if f["verdict"] == "failed" else f"{f['vs_median_pct']:+.0f}%"
@@ -158,7 +161,7 @@ def summary_line(report: dict[str, Any]) -> str:
     slow = sum(1 for f in worst.values() if f["verdict"] == "slow")
     failed = len(worst) - slow
     counts = ", ".join(p for p in (f"{slow} slow" if slow else "", f"{failed} failed" if failed else "") if p)
-    return f"{head}, {counts}: " + ", ".join(parts)
+    return f"{head}, {counts}: " + ", ".join(parts) + tail
 
 
 # --- one group ----------------------------------------------------------------------------------------------
@@ -220,7 +223,8 @@ def _judge(entries: list[dict[str, Any]], gpu: str | None, threshold: float, alp
     rows.sort(key=_slowest_first)
     return {**{k: first.get(k) for k in CONFIG_KEYS}, "label": config_label(first), "gpu": gpu,
             "judged": judged, "reason": reason, "runs": len(entries), "measured": len(measured),
-            "median_samples_per_s": median, "majority": majority, "rows": rows, "superseded": superseded}
+            "median_samples_per_s": median, "majority": majority, "fleet_wide_causes": _fleet_wide_causes(rows),
+            "rows": rows, "superseded": superseded}
 
 
 def _name_nodes(rows: list[dict[str, Any]]) -> None:
@@ -451,13 +455,23 @@ def cause_text(cause: dict[str, Any]) -> str:
     return f"{cause['gpu']}: {cause['short']}" if cause.get("gpu") else cause["short"]
 
 
+def _fleet_wide_causes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fleet-wide cause once, with the number of runs that show it, most common first."""
+    counts = Counter(c["cause"] for row in rows for c in {c["cause"]: c for c in row["causes"] if c["fleet_wide"]
+                                                           }.values())
+    return [{"cause": cause, "text": _SHORT.get(cause, cause.replace("_", " ")), "runs": n}
+            for cause, n in sorted(counts.items(), key=lambda cn: (-cn[1], cn[0]))]
+
+
 def _main_cause(row: dict[str, Any]) -> str | None:
     """The cause the summary names: a failure's error, else the first cause that is not fleet-wide."""
     if row["verdict"] == "failed":
-        if row["status"] in _FAILED_TEXT or not row["error"]:
-            return _FAILED_TEXT.get(row["status"], str(row["status"]))
-        first = str(row["error"]).splitlines()[0] if str(row["error"]).strip() else "error"
-        return first if len(first) <= 60 else first[:59] + "\u2026"
+        if row["status"] in _FAILED_TEXT:
+            return _FAILED_TEXT[row["status"]]
+        if row["error"] and str(row["error"]).strip():
+            first = str(row["error"]).strip().splitlines()[0]
+            return first if len(first) <= 60 else first[:59] + "\u2026"
+        return "no throughput measured" if row["status"] == "ok" else str(row["status"])
     distinct = [c for c in row["causes"] if not c["fleet_wide"]]
     if distinct:
         return cause_text(distinct[0])

@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
     @app.command("fleet")
     def fleet(
         runs: list[str] | None = typer.Argument(
-            None, metavar="[RUN]...", show_default=False,
+            None, metavar="RUN", show_default=False,
             help="Runs to judge: run ids, unique prefixes, 'latest', result JSON files or folders of them. "
                  "Default: every stored run."),
         since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
@@ -58,7 +58,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
         db: str | None = db_option(),
     ) -> None:
-        """Find the nodes or GPUs of a fleet that are slower than their peers, and say why (exit 1 if any)."""
+        """Find the nodes or GPUs of a fleet that are slower than their peers, and say why.
+
+        Exit code 0 when no node is flagged, 1 when one is (slow, or failed where its peers measured), 2 on bad input.
+        """  # noqa: E501 - one line: rich keeps the docstring's line breaks
         from dlbench.analysis.fleet import fleet_report, select_documents
 
         if not 0 < threshold < 100:
@@ -125,6 +128,9 @@ def render(report: dict[str, Any]) -> None:
         out.print(fleet_table(group))
         if not group["judged"]:
             out.print(Text(f"  not judged: {group['reason']}", style="yellow"))
+        if group["fleet_wide_causes"]:
+            seen = ", ".join(f"{c['text']} ({c['runs']} of {group['runs']})" for c in group["fleet_wide_causes"])
+            out.print(Text(f"  on most runs, so telling none apart: {seen}", style="dim"))
         if group["superseded"]:
             n = len(group["superseded"])
             out.print(Text(f"  {n} older run{'s' if n != 1 else ''} of the same host left out (--all-runs "

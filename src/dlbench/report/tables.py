@@ -112,8 +112,9 @@ _VERDICT_STYLE = {"slow": "bold red", "failed": "bold red", "within noise": "yel
 def fleet_table(group: dict[str, Any]):
     """One configuration of a fleet (a group of `analysis.fleet.fleet_report`), slowest run first.
 
-    A data-parallel run with per-GPU telemetry gets one line per GPU under it. Causes shared by most of the
-    fleet are dimmed and marked (fleet-wide): they do not tell a node apart.
+    A data-parallel run with per-GPU telemetry gets a line under it for each GPU with a cause of its own (or no
+    telemetry); `--json` has every GPU. Causes shared by most of the fleet do not tell a node apart: they are left
+    out of the rows (the command lists them under the table).
     """
     from rich import box
     from rich.table import Table
@@ -122,7 +123,8 @@ def fleet_table(group: dict[str, Any]):
     median = fmt.throughput(group["median_samples_per_s"])
     title = (f"{config_label(group, words=True)} on {group['gpu']}: median {median} samples/s over "
              f"{group['measured']} run{'s' if group['measured'] != 1 else ''}")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    # Text, not markup: names from documents may hold "[...]"
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("host", min_width=6, ratio=1)
     table.add_column("GPU", no_wrap=True)
     for name in ("samples/s", "vs median", "CV", "p"):
@@ -132,12 +134,19 @@ def fleet_table(group: dict[str, Any]):
     for row in group["rows"]:
         ps = [p for p in (row["welch_p"], row["mannwhitney_p"]) if p is not None]
         verdict = Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], ""))
-        table.add_row(Text(row["host"]), _device_text(row), fmt.throughput(row["samples_per_s"]),
-                      fmt.DASH if row["vs_median_pct"] is None else f"{row['vs_median_pct']:+.1f}%",
+        table.add_row(Text(row["host"]), Text(_device_text(row)), fmt.throughput(row["samples_per_s"]),
+                      _vs_median(row["vs_median_pct"]),
                       fmt.percent(row["cv"]), fmt.p_value(max(ps)) if ps else fmt.DASH, verdict, _cause_text(row))
         for gpu in row["gpus"]:
-            table.add_row("", Text(gpu["gpu"], style="dim"), "", "", "", "", "", _gpu_text(gpu))
+            if any(not c["fleet_wide"] for c in gpu["causes"]) or not gpu["available"]:
+                table.add_row("", Text(gpu["gpu"]), "", "", "", "", "", _gpu_text(gpu))
     return table
+
+
+def _vs_median(pct: float | None) -> str:
+    if pct is None:
+        return fmt.DASH
+    return "0.0%" if round(pct, 1) == 0 else f"{pct:+.1f}%"
 
 
 def _device_text(row: dict[str, Any]) -> str:
@@ -156,12 +165,8 @@ def _cause_text(row: dict[str, Any]):
     if row["verdict"] in ("failed", "skipped") or (row["status"] != "ok" and row.get("error")):
         text.append(f"{row['status']}: {row.get('error') or ''}".rstrip(": "), style="red")
         return text
-    causes = row["causes"]
-    for i, c in enumerate(causes):
-        if i:
-            text.append("; ")
-        text.append(cause_text(c) + (" (fleet-wide)" if c["fleet_wide"] else ""),
-                    style="dim" if c["fleet_wide"] else "")
+    causes = [c for c in row["causes"] if not c["fleet_wide"]]  # the fleet-wide ones are listed under the table
+    text.append("; ".join(cause_text(c) for c in causes if not (row["gpus"] and c["gpu"])))  # GPUs: own lines
     if not causes and row["verdict"] == "slow":
         text.append("no cause recorded" if row["telemetry"] else "no telemetry to tell why", style="dim")
     if row["verdict"] == "slow" and row["significant"] is None and row["test_reason"]:
@@ -174,8 +179,11 @@ def _gpu_text(gpu: dict[str, Any]):
 
     if not gpu["available"]:
         return Text(f"no telemetry ({gpu.get('reason') or 'not recorded'})", style="dim")
-    facts = [f"SM clock {gpu['sm_clock_mean_mhz']:,.0f} MHz" if gpu.get("sm_clock_mean_mhz") is not None else "",
+    text = Text("; ".join(c["short"] for c in gpu["causes"] if not c["fleet_wide"]))
+    facts = [f"SM {gpu['sm_clock_mean_mhz']:,.0f} MHz" if gpu.get("sm_clock_mean_mhz") is not None else "",
              f"max {gpu['temperature_max_c']:.0f} C" if gpu.get("temperature_max_c") is not None else "",
-             f"throttled {gpu['throttle_share']:.0%} of samples" if gpu.get("throttle_share") else "",
-             f"limit {gpu['power_limit_w']:.0f} W" if gpu.get("power_limit_w") else ""]
-    return Text(", ".join(f for f in facts if f) or "no readings", style="dim")
+             f"throttled {gpu['throttle_share']:.0%}" if gpu.get("throttle_share") else ""]
+    facts = ", ".join(f for f in facts if f)
+    if facts:
+        text.append(f" ({facts})", style="dim")
+    return text
