@@ -297,16 +297,10 @@ def _cause(cause: str, severity: str, message: str, short: str) -> dict[str, Any
             "fleet_wide": False}
 
 
-def _from_findings(findings: list[dict[str, Any]], tel: dict[str, Any] | None,
-                   prefix: str = "") -> list[dict[str, Any]]:
+def _from_findings(findings: list[dict[str, Any]], tel: dict[str, Any] | None) -> list[dict[str, Any]]:
     """diagnose's findings as fleet causes (a missing telemetry is no cause; the row says it has none)."""
-    out = []
-    for f in findings:
-        if f["cause"] == "no_telemetry":
-            continue
-        short = _short(f["cause"], tel or {})
-        out.append(_cause(f["cause"], f["severity"], prefix + f["message"], prefix + short))
-    return out
+    return [_cause(f["cause"], f["severity"], f["message"], _short(f["cause"], tel or {}))
+            for f in findings if f["cause"] != "no_telemetry"]
 
 
 def _short(cause: str, tel: dict[str, Any]) -> str:
@@ -345,7 +339,7 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
     env = e["env"]
     for key, label in ENV_KEYS:
         have, fleet = env.get(key), majority.get(key)
-        if have is not None and fleet is not None and have != fleet:
+        if have is not None and fleet is not None and _hashable(have) != fleet:
             name = label.replace("NVIDIA ", "")
             out.append(_cause(f"{key.removesuffix('_version')}_differs", "warn",
                               f"{label} {have}, the fleet's majority has {fleet}", f"{name} {have} (fleet {fleet})"))
@@ -358,7 +352,7 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
     return sorted(out, key=lambda c: c["severity"] != "warn")
 
 
-def _low_clock(clock: float | None, peers: list[float], threshold: float, prefix: str = "") -> list[dict[str, Any]]:
+def _low_clock(clock: float | None, peers: list[float], threshold: float) -> list[dict[str, Any]]:
     """A cause when a mean SM clock is more than `threshold` below the median of at least MIN_RUNS peers'."""
     if not clock or len(peers) < MIN_RUNS:
         return []
@@ -366,8 +360,8 @@ def _low_clock(clock: float | None, peers: list[float], threshold: float, prefix
     if clock >= median * (1.0 - threshold):
         return []
     pct = (clock / median - 1.0) * 100.0
-    return [_cause("low_sm_clock", "warn", f"{prefix}mean SM clock {clock:.0f} MHz, {-pct:.0f}% below the fleet "
-                   f"median {median:.0f} MHz", f"{prefix}SM clock {pct:+.0f}%")]
+    return [_cause("low_sm_clock", "warn", f"mean SM clock {clock:.0f} MHz, {-pct:.0f}% below the fleet median "
+                   f"{median:.0f} MHz", f"SM clock {pct:+.0f}%")]
 
 
 def _per_gpu_blocks(tel: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -376,7 +370,7 @@ def _per_gpu_blocks(tel: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [g for g in tel["per_gpu"] if isinstance(g, dict)]
 
 
-def gpu_name(block: dict[str, Any], position: int, host: str | None = None) -> str:
+def _gpu_label(block: dict[str, Any], position: int, host: str | None = None) -> str:
     """How one GPU of a data-parallel run is named: `GPU 3`, with its host when it is not the run's."""
     index = block.get("device_index")
     if index is None:
@@ -388,8 +382,11 @@ def gpu_name(block: dict[str, Any], position: int, host: str | None = None) -> s
 
 def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], threshold: float
              ) -> tuple[list, list]:
-    """Each GPU of a data-parallel result (from `telemetry.per_gpu`): its figures and causes, and those causes
-    prefixed with the GPU's name for the result's own list. Empty when the result has no per-GPU telemetry."""
+    """Each GPU of a data-parallel result (from `telemetry.per_gpu`) with its figures and causes, and all those
+    causes (each naming its GPU under `gpu`) for the result's own list. Empty without per-GPU telemetry.
+
+    A GPU is named by its `device_index` (as branch ddptel's `combine_ranks` records it), else its sampler's
+    `gpu.cuda_index`, else its rank."""
     blocks = _per_gpu_blocks(r.get("telemetry"))
     if not blocks:
         return [], []
@@ -397,7 +394,7 @@ def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], thres
              if usable(g) and g.get("sm_clock_mean_mhz")]
     gpus, row_causes = [], []
     for i, g in enumerate(blocks):
-        name = gpu_name(g, i, host)
+        name = _gpu_label(g, i, host)
         one = {"world_size": r.get("world_size"), "batch_size": r.get("batch_size"), "telemetry": g}
         causes = _from_findings(telemetry_findings(one), g) if usable(g) else []
         if usable(g):
