@@ -21,8 +21,9 @@ from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 
 DEFAULT_ALPHA = 0.05
 
-# Environment facts that change training throughput, with the label used in warnings.
-_ENV_KEYS: tuple[tuple[str, str], ...] = (
+# Environment facts that change training throughput, with the label used in warnings (and by `dlbench fleet`,
+# which names a node whose versions differ from the fleet's majority).
+ENV_KEYS: tuple[tuple[str, str], ...] = (
     ("driver_version", "NVIDIA driver"),
     ("cuda_version", "CUDA"),
     ("cudnn_version", "cuDNN"),
@@ -139,7 +140,7 @@ def environment_warnings(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[s
             warnings.append(f"GPU count differs: A has {len(gpus_a)}, B has {len(gpus_b)}")
         if sorted(set(gpus_a)) != sorted(set(gpus_b)):
             warnings.append(f"GPU differs: A {_join(gpus_a)}, B {_join(gpus_b)}")
-    for key, label in _ENV_KEYS:
+    for key, label in ENV_KEYS:
         va, vb = env_a.get(key), env_b.get(key)
         if va != vb:
             warnings.append(f"{label} version differs: A {_show(va)}, B {_show(vb)}")

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import typer
 
+from dlbench.errors import BadInput
+
 JSON_HELP = "Print machine-readable JSON on stdout instead of a table."
+SINCE_HELP = ("Only runs created at or after this date or time (ISO 8601, UTC unless a zone is given), or this "
+              "long ago: 30m, 12h, 7d, 2w.")
 DB_HELP = "Database URL (any SQLAlchemy URL). Default: $DLBENCH_DB, else SQLite in the dlbench data directory."
 
 
@@ -32,6 +38,14 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False)
 
 
+def table_console():
+    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
+    out = console()
+    if not out.is_terminal:
+        out.width = max(out.width, 200)
+    return out
+
+
 def plain(text: str) -> str:
     """Text from a result document, safe to print on a terminal: newlines and tabs become spaces, other control
     characters (an escape sequence in a hostname or an error message) become U+FFFD instead of reaching it."""
@@ -53,3 +67,29 @@ def print_json(data: Any) -> None:
     """Write `data` as indented JSON to stdout (no colours, so it can be piped)."""
     json.dump(data, sys.stdout, indent=2, default=str, allow_nan=False)
     sys.stdout.write("\n")
+
+
+_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhdw])$", re.IGNORECASE)
+_DURATION_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """`--since` value → aware datetime: a date or ISO 8601 time (without a zone it means UTC), or a duration
+    back from `now` (default: the current time) such as `7d`, `12h`, `30m` or `2w`."""
+    if text is None:
+        return None
+    raw = text.strip()
+    duration = _DURATION_RE.match(raw)
+    if duration:
+        amount, unit = float(duration.group(1)), _DURATION_UNITS[duration.group(2).lower()]
+        try:
+            return (now or datetime.now(timezone.utc)) - timedelta(**{unit: amount})
+        except OverflowError:
+            raise BadInput(f"--since {text!r}: that is before the year 1") from None
+    value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"--since {text!r}: expected a date such as 2026-01-31, a time such as 2026-01-31T14:00, "
+                       "or a duration such as 7d, 12h or 30m") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -9,13 +9,20 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-from dlbench.cli._common import console, db_option, json_option, plain, print_json
+from dlbench.cli._common import (
+    SINCE_HELP,
+    db_option,
+    json_option,
+    parse_since,
+    plain,
+    print_json,
+    table_console,
+)
 from dlbench.errors import BadInput
 
 RUN_REF_HELP = "Run id, a unique prefix of one (as git does), or 'latest'."
@@ -26,33 +33,11 @@ class ExportFormat(str, Enum):
     json = "json"
 
 
-def parse_since(text: str | None) -> datetime | None:
-    """`--since` value (a date or ISO 8601 time; without a zone it means UTC) → aware datetime."""
-    if text is None:
-        return None
-    raw = text.strip()
-    value = raw[:-1] + "+00:00" if raw.endswith(("Z", "z")) else raw
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise BadInput(f"--since {text!r}: expected a date such as 2026-01-31 or a time such as "
-                       "2026-01-31T14:00") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
 def _row(table, *cells: str) -> None:
     """Add a row of plain text: names and error messages may contain "[...]", which is not rich markup."""
     from rich.text import Text
 
     table.add_row(*(Text(plain(cell)) for cell in cells))
-
-
-def _table_console():
-    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
-    out = console()
-    if not out.is_terminal:
-        out.width = max(out.width, 200)
-    return out
 
 
 def _open(db: str | None):
@@ -190,8 +175,7 @@ def register(app: typer.Typer) -> None:
                                           "text (case-insensitive), e.g. H100."),
         workload: str | None = typer.Option(None, "--workload", help="Only runs with a workload whose name "
                                                "contains this text, e.g. resnet50 or bert."),
-        since: str | None = typer.Option(None, "--since", metavar="DATE", help="Only runs created at or after "
-                                            "this date or time (ISO 8601, UTC unless a zone is given)."),
+        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
         as_json: bool = json_option(),
         db: str | None = db_option(),
     ) -> None:
@@ -219,7 +203,7 @@ def register(app: typer.Typer) -> None:
             _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
                           ", ".join(run["workloads"]), run["dlbench_version"])
-        _table_console().print(table)
+        table_console().print(table)
 
     @results_app.command("show")
     def show_cmd(
@@ -234,7 +218,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(doc)
             return
-        out = _table_console()
+        out = table_console()
         from rich.markup import escape
 
         out.print(f"[bold]Run {doc['run_id']}[/bold]  created {_when(doc['created_at'])} UTC, "

@@ -1,10 +1,11 @@
-"""Terminal tables for `dlbench compare` and `dlbench reference list` (rich), rendering only."""
+"""Terminal tables for `dlbench compare`, `dlbench reference list` and `dlbench fleet` (rich), rendering only."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dlbench.analysis.configuration import config_label
+from dlbench.analysis.fleet import cause_text
 from dlbench.report import fmt
 
 
@@ -102,3 +103,87 @@ def reference_table(rows: list[dict[str, Any]], sources: list[str]):
                       f"[{sources.index(row['source_key']) + 1}]{'' if row.get('comparable', True) else '*'}",
                       fmt.plain(row.get("system")))
     return table
+
+
+_VERDICT_STYLE = {"slow": "bold red", "failed": "bold red", "within noise": "yellow", "ok": "green",
+                  "not judged": "dim"}
+
+
+def fleet_table(group: dict[str, Any]):
+    """One configuration of a fleet (a group of `analysis.fleet.fleet_report`), slowest run first.
+
+    A data-parallel run with per-GPU telemetry gets a line under it for each GPU with a cause of its own (or no
+    telemetry); `--json` has every GPU. Causes shared by most of the fleet do not tell a node apart: they are left
+    out of the rows (the command lists them under the table).
+    """
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    median = fmt.throughput(group["median_samples_per_s"])
+    title = (f"{config_label(group, words=True)} on {group['gpu']}: median {median} samples/s over "
+             f"{group['measured']} run{'s' if group['measured'] != 1 else ''}")
+    # Text, not markup: names from documents may hold "[...]"
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("host", min_width=6, ratio=1)
+    table.add_column("GPU", no_wrap=True)
+    for name in ("samples/s", "vs median", "CV", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("cause", min_width=16, ratio=2)
+    for row in group["rows"]:
+        ps = [p for p in (row["welch_p"], row["mannwhitney_p"]) if p is not None]
+        verdict = Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], ""))
+        table.add_row(Text(row["host"]), Text(_device_text(row)), fmt.throughput(row["samples_per_s"]),
+                      _vs_median(row["vs_median_pct"]),
+                      fmt.percent(row["cv"]), fmt.p_value(max(ps)) if ps else fmt.DASH, verdict, _cause_text(row))
+        for gpu in row["gpus"]:
+            if any(not c["fleet_wide"] for c in gpu["causes"]) or not gpu["available"]:
+                table.add_row("", Text(gpu["gpu"]), "", "", "", "", "", _gpu_text(gpu))
+    return table
+
+
+def _vs_median(pct: float | None) -> str:
+    if pct is None:
+        return fmt.DASH
+    return "0.0%" if round(pct, 1) == 0 else f"{pct:+.1f}%"
+
+
+def _device_text(row: dict[str, Any]) -> str:
+    if row["world_size"] > 1:
+        return f"{row['world_size']} GPUs"
+    device = str(row.get("device") or fmt.DASH)
+    if device.startswith("cuda"):
+        return f"GPU {device.split(':', 1)[1]}" if ":" in device else "GPU"
+    return device
+
+
+def _cause_text(row: dict[str, Any]):
+    from rich.text import Text
+
+    text = Text()
+    if row["verdict"] in ("failed", "skipped") or (row["status"] != "ok" and row.get("error")):
+        text.append(f"{row['status']}: {row.get('error') or ''}".rstrip(": "), style="red")
+        return text
+    causes = [c for c in row["causes"] if not c["fleet_wide"]]  # the fleet-wide ones are listed under the table
+    text.append("; ".join(cause_text(c) for c in causes if not (row["gpus"] and c["gpu"])))  # GPUs: own lines
+    if not causes and row["verdict"] == "slow":
+        text.append("no cause recorded" if row["telemetry"] else "no telemetry to tell why", style="dim")
+    if row["verdict"] == "slow" and row["significant"] is None and row["test_reason"]:
+        text.append(f"{'; ' if text.plain else ''}untested: {row['test_reason']}", style="dim")
+    return text
+
+
+def _gpu_text(gpu: dict[str, Any]):
+    from rich.text import Text
+
+    if not gpu["available"]:
+        return Text(f"no telemetry ({gpu.get('reason') or 'not recorded'})", style="dim")
+    text = Text("; ".join(c["short"] for c in gpu["causes"] if not c["fleet_wide"]))
+    facts = [f"SM {gpu['sm_clock_mean_mhz']:,.0f} MHz" if gpu.get("sm_clock_mean_mhz") is not None else "",
+             f"max {gpu['temperature_max_c']:.0f} C" if gpu.get("temperature_max_c") is not None else "",
+             f"throttled {gpu['throttle_share']:.0%}" if gpu.get("throttle_share") else ""]
+    facts = ", ".join(f for f in facts if f)
+    if facts:
+        text.append(f" ({facts})", style="dim")
+    return text

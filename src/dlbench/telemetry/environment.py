@@ -40,7 +40,9 @@ GPU_KEYS: tuple[str, ...] = ("name", "memory_bytes", "compute_capability", "mult
 def collect() -> dict[str, Any]:
     """The environment block: every key of `ENVIRONMENT_KEYS`, `None` where a fact is unknown."""
     env: dict[str, Any] = {
-        "hostname": _safe(socket.gethostname),
+        # DLBENCH_NODE_NAME names the node where containers share one host name, as it does for the ranks of a
+        # multi-node run (runner.distributed.node_name): `dlbench fleet` tells nodes apart by it.
+        "hostname": os.environ.get("DLBENCH_NODE_NAME") or _safe(socket.gethostname),
         "os": _safe(platform.platform),
         "python_version": platform.python_version(),
         "cpu_model": _safe(cpu_model),

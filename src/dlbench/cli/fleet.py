@@ -1,0 +1,145 @@
+"""`dlbench fleet`: which nodes of a fleet are slower than their peers, and why.
+
+    dlbench fleet                          # every stored run (one per node, e.g. from a Slurm job array)
+    dlbench fleet --since 1d --host 'gpu-*' --gpu H100
+    dlbench fleet /shared/dlbench/         # result JSON files, or folders of them, without importing them
+    dlbench fleet --json                   # the same as JSON
+
+Exit code: 0 when no node is flagged, 1 when one is (slow, or failed where its peers measured), 2 on bad input
+(an unknown run id, an unreadable file, no run matching). The analysis is `dlbench.analysis.fleet`, the table
+`dlbench.report.tables.fleet_table`; this module selects the runs and prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from dlbench.analysis.fleet import DEFAULT_THRESHOLD_PCT, MIN_RUNS
+from dlbench.cli._common import (
+    SINCE_HELP,
+    db_option,
+    json_option,
+    parse_since,
+    plain_tree,
+    print_json,
+    table_console,
+)
+from dlbench.errors import BadInput
+
+
+def register(app: typer.Typer) -> None:
+    """Add `dlbench fleet` to `app`."""
+
+    @app.command("fleet")
+    def fleet(
+        runs: list[str] | None = typer.Argument(
+            None, metavar="RUN", show_default=False,
+            help="Runs to judge: run ids, unique prefixes, 'latest', result JSON files or folders of them. "
+                 "Default: every stored run."),
+        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
+        host: list[str] | None = typer.Option(
+            None, "--host", metavar="GLOB", show_default=False,
+            help="Only runs on a host whose name matches this glob (case-insensitive), e.g. 'node0*'; repeat the "
+                 "option for several."),
+        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this text "
+                                       "(case-insensitive), e.g. H100."),
+        threshold: float = typer.Option(
+            DEFAULT_THRESHOLD_PCT, "--threshold", metavar="PCT",
+            help="Call a node slow when it is more than this many percent below the fleet median of its "
+                 "configuration (and its step times differ significantly). Same-model GPUs usually sit within a "
+                 "few percent of each other."),
+        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test on step times (Welch's "
+                                    "t-test and Mann-Whitney U against the pooled step times of the peers)."),
+        all_runs: bool = typer.Option(False, "--all-runs", help="Judge every run; by default only the newest run "
+                                      "of each host (and device) counts for each configuration."),
+        as_json: bool = json_option(),
+        db: str | None = db_option(),
+    ) -> None:
+        """Find the nodes or GPUs of a fleet that are slower than their peers, and say why.
+
+        Exit code 0 when no node is flagged, 1 when one is (slow, or failed where its peers measured), 2 on bad input.
+        """  # noqa: E501 - one line: rich keeps the docstring's line breaks
+        from dlbench.analysis.fleet import fleet_report, select_documents
+
+        if not 0 < threshold < 100:
+            raise BadInput(f"--threshold must be between 0 and 100 percent, got {threshold:g}")
+        if not 0 < alpha < 1:
+            raise BadInput(f"--alpha must be between 0 and 1, got {alpha:g}")
+        since_dt = parse_since(since)
+        docs, where = load_documents(runs or [], db, since_dt, gpu)
+        selected = select_documents(docs, since=since_dt, hosts=host or [], gpu=gpu)
+        if not selected:
+            filters = [f"--{name} {value}" for name, value in (("since", since), ("gpu", gpu)) if value]
+            filters += [f"--host {h}" for h in host or []]
+            raise BadInput(f"no runs match{' ' + ' '.join(filters) if filters else ''} (in {where})")
+        report = fleet_report(selected, threshold_pct=threshold, alpha=alpha, all_runs=all_runs)
+        if as_json:
+            print_json(report)
+        else:
+            render(report)
+        raise typer.Exit(report["exit_code"])
+
+
+def load_documents(refs: list[str], db: str | None, since: Any, gpu: str | None) -> tuple[list[dict], str]:
+    """The documents the references name (run ids, JSON files, folders of JSON files), or every stored run
+    (narrowed by `since` and `gpu` in the query); and where they came from, for messages."""
+    from dlbench.cli._runs import is_path_ref, load_run
+    from dlbench.store import open_store
+    from dlbench.store.documents import load_document
+
+    store = None
+    try:
+        if not refs:
+            store = open_store(db)
+            listed = store.list_runs(gpu=gpu, since=since)
+            return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
+        docs: list[dict] = []
+        for ref in refs:
+            if not ref.strip():
+                raise BadInput("an empty run reference was given (use . for the current folder)")
+            path = Path(ref)
+            if path.is_dir():
+                files = sorted(p for p in path.glob("*.json") if p.is_file())
+                if not files:
+                    raise BadInput(f"{ref}: no result files (*.json) in this folder")
+                docs += [load_document(f) for f in files]
+                continue
+            if not is_path_ref(ref) and store is None:
+                store = open_store(db)
+            docs.append(load_run(ref, db, store))
+        return docs, "the runs given"
+    finally:
+        if store is not None:
+            store.close()
+
+
+def render(report: dict[str, Any]) -> None:
+    """Every configuration's table, its notes, then the summary line."""
+    from rich.text import Text
+
+    from dlbench.report.tables import fleet_table
+
+    report = plain_tree(report)  # host names and error messages must not drive the terminal
+    out = table_console()
+    for group in report["groups"]:
+        out.print(fleet_table(group))
+        if not group["judged"]:
+            out.print(Text(f"  not judged: {group['reason']}", style="yellow"))
+        if group["fleet_wide_causes"]:
+            seen = ", ".join(f"{c['text']} ({c['runs']} of {group['runs']})" for c in group["fleet_wide_causes"])
+            out.print(Text(f"  on most runs, so telling none apart: {seen}", style="dim"))
+        if group["superseded"]:
+            n = len(group["superseded"])
+            out.print(Text(f"  {n} older run{'s' if n != 1 else ''} of the same host left out (--all-runs "
+                           "judges every run)", style="dim"))
+        out.print()
+    out.print(Text(f"vs median: samples/s against the fleet median of the configuration. slow: more than "
+                   f"{report['threshold_pct']:g}% below it, and the step times differ from those of the peers within it "
+                   f"(Welch's t-test and Mann-Whitney U both p < {report['alpha']:g}; p shows the larger). "
+                   f"Configurations with fewer than {MIN_RUNS} measured runs are not judged. Exit code 1 when a "
+                   "node is flagged.", style="dim"))
+    style = "bold red" if report["exit_code"] else "bold green"
+    out.print(Text(report["summary"], style=style))
