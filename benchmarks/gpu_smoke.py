@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -189,18 +190,18 @@ def check_autocast_ops(device: str) -> str:
     import torch
     import torch.nn.functional as F
 
+    kind = torch.device(device).type
     out = []
     for dtype in (torch.float16, torch.bfloat16):
-        with torch.autocast("cuda", dtype=dtype):
+        with torch.autocast(kind, dtype=dtype):
             y = torch.randn(256, 256, device=device) @ torch.randn(256, 256, device=device)
         if y.dtype != dtype:
             raise RuntimeError(f"autocast {dtype} matmul returned {y.dtype}")
         out.append(str(dtype).replace("torch.", ""))
     x = torch.randn(8, 64, 56, 56, device=device).to(memory_format=torch.channels_last)
     w = torch.randn(64, 64, 3, 3, device=device).to(memory_format=torch.channels_last)
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.autocast(kind, dtype=torch.bfloat16):
         y = F.conv2d(x, w, padding=1)
-    torch.cuda.synchronize(device)
     layout = "channels_last" if y.is_contiguous(memory_format=torch.channels_last) else "NCHW"
     return f"matmul {', '.join(out)}; bf16 channels_last conv2d gives {layout} output"
 
@@ -218,7 +219,8 @@ def check_sdpa(device: str) -> str:
                        for _ in range(3))
             name = f"{backend.name.lower()} {str(dtype).replace('torch.', '')}"
             try:
-                with sdpa_kernel([backend]):
+                with sdpa_kernel([backend]), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # torch warns why a kernel does not apply; the error says it
                     F.scaled_dot_product_attention(q, k, v, dropout_p=0.1).sum().backward()
                 torch.cuda.synchronize(device)
                 found.append(name)
@@ -259,16 +261,17 @@ def check_grad_scaler(device: str) -> str:
 
     from dlbench.workloads.base import make_optimizer
 
+    kind = torch.device(device).type
     impls = []
     for cls, kwargs in ((torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}), (torch.optim.AdamW, {"lr": 1e-3})):
         model = torch.nn.Linear(16, 16, device=device)
         optimizer, impl = make_optimizer(cls, model.parameters(), torch.device(device), **kwargs)
-        scaler = torch.amp.GradScaler("cuda")
+        scaler = torch.amp.GradScaler(kind)
         x = torch.randn(4, 16, device=device)
         for poison in (False, True):
             before = model.weight.detach().clone()
             scale = scaler.get_scale()
-            with torch.autocast("cuda", dtype=torch.float16):
+            with torch.autocast(kind, dtype=torch.float16):
                 loss = model(x).float().pow(2).mean()
             scaler.scale(loss).backward()
             if poison:
@@ -314,7 +317,8 @@ NVML_READINGS = ("name", "power_w", "energy_j", "temperature_c", "sm_clock_mhz",
                  "compute_processes")
 
 
-def check_nvml(device: str) -> str:
+def check_nvml(device: str, nvml: Any = None) -> str:
+    """`nvml`: an object with `open()` (tests pass a `FakeNvml`); default: the real NVML."""
     from dlbench.telemetry.nvml import (
         NotSupported,
         NvmlError,
@@ -325,7 +329,8 @@ def check_nvml(device: str) -> str:
     )
 
     index = int(device.partition(":")[2] or 0)
-    nvml = open_nvml()
+    owned = nvml is None
+    nvml = open_nvml() if owned else nvml.open()
     try:
         match = resolve_cuda_device(nvml, index, torch_uuid=torch_device_uuid(index))
         if match.handle is None:
@@ -343,10 +348,11 @@ def check_nvml(device: str) -> str:
             if name == "clock_event_reasons":
                 value = decode_clock_event_reasons(value) or "none"
             elif name == "power_w":
-                value = f"{value:.0f} W ({nvml.power_reading})"
+                value = f"{value:.0f} W ({getattr(nvml, 'power_reading', None)})"
             parts.append(f"{name}={value}")
     finally:
-        nvml.shutdown()
+        if owned:
+            nvml.shutdown()
     print("     " + "; ".join(parts), flush=True)
     if errors:
         raise Warn("; ".join(errors))

@@ -128,6 +128,41 @@ def test_gpu_smoke_trains_and_reports_on_cpu(capsys):
     assert "gpu_smoke: 2 failed, 0 warned: train resnet50 tf32 eager, train nope tf32 eager" in out
 
 
+def test_gpu_smoke_device_checks_run_here(monkeypatch, capsys, torch_flags):
+    """The checks gpu_smoke.py runs on a CUDA device, exercised on the CPU where torch allows (their code must
+    not be first run on the GPU): TF32 errors, autocast, GradScaler + fused, OOM classification, NVML."""
+    torch = torch_flags
+    smoke = _load("gpu_smoke")
+    with pytest.raises(smoke.Warn, match="tf32 mode looks like full fp32"):  # a CPU has no TF32
+        smoke.check_tf32("cpu")
+    assert smoke.check_autocast_ops("cpu").startswith("matmul float16, bfloat16; bf16 channels_last conv2d")
+    assert smoke.check_grad_scaler("cpu") == (
+        "SGD fused, AdamW fused; inf gradient skipped the step and halved the scale")
+
+    def impossible(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1024.00 TiB")
+
+    try:  # which SDPA kernels a CPU has (with dropout) differs between torch versions: only that it reports
+        text = smoke.check_sdpa("cpu")
+    except smoke.Warn as exc:
+        text = str(exc)
+    assert "flash_attention bfloat16" in text and "efficient_attention float16" in text
+
+    monkeypatch.setattr(torch, "empty", impossible)
+    assert "OutOfMemoryError, classified as OOM" in smoke.check_graph_marker_and_oom("cpu")
+    monkeypatch.undo()
+
+    from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+
+    text = smoke.check_nvml("cuda:0", nvml=FakeNvml([FakeGpu(clock_event_reasons=0x4, energy_j=1234.5)]))
+    assert text == f"{len(smoke.NVML_READINGS)} readings"
+    printed = capsys.readouterr().out
+    assert "matched by only_gpu" in printed and "clock_event_reasons=['sw_power_cap']" in printed
+    assert "fan_speed_pct=n/a" in printed and "power_w=300 W" in printed
+    with pytest.raises(smoke.Warn, match="no thermometer"):
+        smoke.check_thermometer("cpu")
+
+
 def test_gpu_smoke_flags_what_a_cuda_run_must_record():
     smoke = _load("gpu_smoke")
     flags = {"optimizer_impl": "foreach", "channels_last": False, "cudnn_benchmark": True,
