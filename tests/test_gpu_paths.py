@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,24 @@ def test_out_of_memory_is_recognised_however_it_arrives():
         assert is_oom(outer)
     assert not is_oom(RuntimeError("CUDA error: an illegal memory access was encountered"))
     assert not is_oom(ValueError("out of memory"))  # not a torch runtime failure
+
+
+def test_worker_creates_the_sampler_after_importing_torch():
+    """The sampler picks AMD SMI over NVML by `torch.version.hip` of an already imported torch (it imports
+    nothing itself), so the worker must import torch first or a ROCm GPU gets no telemetry."""
+    script = (
+        "import sys\n"
+        "import dlbench.runner.worker as w\n"
+        "from dlbench.runner.config import RunConfig\n"
+        "seen = []\n"
+        "w.create_sampler = lambda device: (seen.append('torch' in sys.modules), (None, 'test'))[1]\n"
+        "outcome = w.run_config(RunConfig('no-such-workload', device='cpu'), w.ProgressPipe(None))\n"
+        "print(seen, outcome['status'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[True] error"
 
 
 # --- the H100 plan's fail-fast tools ----------------------------------------------------------------------
