@@ -39,13 +39,13 @@ REQUIRED = (
     ("torch", "torch"), ("torchvision", "torchvision"), ("transformers", "transformers"),
     ("nvidia-ml-py", "pynvml"), ("numpy", "numpy"), ("typer", "typer"), ("rich", "rich"),
     ("sqlalchemy", "sqlalchemy"), ("alembic", "alembic"), ("mako", "mako"), ("platformdirs", "platformdirs"),
-    ("typing-extensions", "typing_extensions"), ("jinja2", "jinja2"), ("matplotlib", "matplotlib"),
-    ("pytest", "pytest"), ("pluggy", "pluggy"), ("iniconfig", "iniconfig"), ("packaging", "packaging"),
-    ("pygments", "pygments"),
+    ("typing-extensions", "typing_extensions"), ("markupsafe", "markupsafe"), ("pytest", "pytest"),
+    ("pluggy", "pluggy"), ("iniconfig", "iniconfig"), ("packaging", "packaging"), ("pygments", "pygments"),
 )
-# Reported when present: what torch.compile, transformers and `dlbench results compare` use.
-OPTIONAL = ("triton", "huggingface-hub", "tokenizers", "safetensors", "click", "scipy", "pytest-timeout",
-            "markupsafe")
+# Reported when present: what torch.compile and transformers use, and what only `dlbench report` (matplotlib,
+# jinja2) and `dlbench results compare` (scipy) import.
+OPTIONAL = ("triton", "huggingface-hub", "tokenizers", "safetensors", "click", "pytest-timeout", "matplotlib",
+            "jinja2", "scipy")
 WORKLOADS = ("resnet50", "bert-base-squad", "bert-base-mlm")
 PRECISIONS = ("fp32", "tf32", "amp-fp16", "amp-bf16")
 # Compiled smoke configurations: both model families, GradScaler (fp16) and bf16, a few seconds each once
