@@ -179,11 +179,12 @@ step_setup() {
     smoke=(--device cpu)  # the CPU refuses tf32: no --expect-all
     [[ "${DLBENCH_PLAN_DRY_COMPILE:-0}" == "1" ]] && smoke+=(--compile default)
   fi
+  # A hang (a driver problem) must not take the whole 10-minute command: each part has a time limit.
   local rc=0
-  "$PY" benchmarks/gpu_smoke.py "${smoke[@]}" || rc=$?
-  ((rc == 0)) || failed+=("gpu_smoke.py")
+  timeout -k 10 "${PLAN_SMOKE_LIMIT_S:-300}" "$PY" benchmarks/gpu_smoke.py "${smoke[@]}" || rc=$?
+  ((rc == 0)) || failed+=("gpu_smoke.py (exit code $rc; 124: still running after ${PLAN_SMOKE_LIMIT_S:-300} s)")
   # 2. dlbench doctor: the machine checks, as JSON for the record and one line each here.
-  "$PY" -m dlbench doctor --json >"$OUT/setup-doctor.json" || true  # exit code 1: some check warns or fails
+  timeout -k 10 120 "$PY" -m dlbench doctor --json >"$OUT/setup-doctor.json" || true  # 1: a check warns/fails
   "$PY" benchmarks/h100_plan_check.py doctor "$OUT/setup-doctor.json" || failed+=("dlbench doctor")
   # 3. The CLI path: planning child, a worker process per configuration, telemetry, thermometer, store, --json.
   local CONFIG_TIMEOUT_S=180 MAX_WAIT_S=0  # read by dlbench_run (bash's dynamic scope)
