@@ -5,19 +5,27 @@
 #   bash benchmarks/h100_plan.sh STEP [STEP]  # run steps; each writes $OUT/<step>.json and $OUT/<step>.log
 #   DLBENCH_PLAN_DRY=1 bash benchmarks/h100_plan.sh STEP   # same commands on this CPU, tiny flavours, 2 steps
 #
-# On the lent GPU machine (device tool `run`, carry [".whl"]), e.g.:
-#   bash benchmarks/h100_plan.sh setup gpu-tests
-# then copy the returned $OUT/*.json into benchmarks/results/h100/ and build the table with
+# On the lent GPU machine (device tool `run`, carry [".whl"]), first the setup step alone (about 3 minutes; it
+# is the fail-fast check, and a device command shows its output only when it ends):
+#   bash benchmarks/h100_plan.sh setup
+# then the other steps, e.g. `bash benchmarks/h100_plan.sh gpu-tests resnet50-eager`. After a failed setup the
+# measurement steps of the same command are not started (PLAN_IGNORE_SETUP=1 runs them anyway; `gpu-tests`
+# runs regardless, for its diagnostics). Copy the returned $OUT/*.json into benchmarks/results/h100/ and build
+# the table with
 #   PYTHONPATH=src python3 benchmarks/h100_collect.py benchmarks/results/h100/*.json
 #
-# Packages missing on the GPU machine (torch 2.11, transformers 5.17, Python 3.12, no package registry) travel
-# as wheels in .whl/ (ignored by git: `echo /.whl/ >> .git/info/exclude`). To re-download them here, in the
-# repository root:
+# Packages missing on the GPU machine (it has Python 3.12, torch 2.11, torchvision 0.26, transformers 5.17,
+# typer, rich, nvidia-ml-py, matplotlib, jinja2, numpy; no package registry) travel as wheels in .whl/ (ignored
+# by git). To re-download them here, in the repository root:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
 #     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
-#     sqlalchemy==2.1.9 alembic==1.20.1 mako==1.4.3 platformdirs==4.14.7
-# (one version of each; /work/main/.whl already holds these four). Every step installs them into /tmp/site.
+#     sqlalchemy==2.1.9 alembic==1.20.1 mako==1.4.3 markupsafe==3.0.4 platformdirs==4.14.7 \
+#     typing-extensions==4.16.0 pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 pytest-timeout==2.4.0 \
+#     packaging==26.3 pygments==2.21.0
+# (the store: SQLAlchemy, Alembic, its Mako templates and their MarkupSafe, typing-extensions >= 4.12 for
+# Alembic; platformdirs; pytest and what it needs, for `gpu-tests`: 12 wheels, 7 MB). Every step installs them
+# into /tmp/site, ahead of the machine's own packages (with pip; by unpacking them where there is no pip).
 #
 # Budget: each step's run is wrapped in `timeout -s INT` (PLAN_STEP_LIMIT_S, default 560 s, and never past
 # PLAN_COMMAND_LIMIT_S, default 580 s, counted from the start of this invocation), so a step that runs long is
@@ -43,7 +51,7 @@ export DLBENCH_HOME="${DLBENCH_HOME:-/tmp/dlbench-plan-home}"  # the store of th
 
 # step name | expected minutes on an H100 SXM 80GB (estimates, not measurements) | what it runs
 STEPS=(
-  "setup|1.5|versions, nvidia-smi, dlbench doctor --json, tiny smoke run of every workload on the GPU"
+  "setup|3|nvidia-smi; gpu_smoke.py: versions, CUDA ops, NVML, tiny training of every path; doctor; tiny run"
   "gpu-tests|3|pytest -m gpu (CUDA events, memory, compile default/reduce-overhead, NVML), engine CPU tests"
   "resnet50-eager|5|resnet50 x tf32, amp-fp16, amp-bf16 x eager"
   "resnet50-compile-tf32|4|resnet50 x tf32 x compile default (cold compile)"
@@ -66,7 +74,7 @@ STEPS=(
 
 # Device sessions (30 minutes of device time each, a machine start included): one line per command.
 SESSIONS=(
-  "session 1: setup gpu-tests | resnet50-eager bert-large-mlm-eager | resnet50-compile-tf32 resnet50-compile-amp"
+  "session 1: setup | gpu-tests resnet50-eager | bert-large-mlm-eager resnet50-compile-tf32 | resnet50-compile-amp"
   "session 2: bert-large-squad-eager bert-large-squad-compile-tf32 | bert-large-squad-compile-amp fp32-bert-large | bert-large-mlm-compile"
   "session 3: bert-base-squad-eager bert-base-squad-compile | fp32-resnet50-bert-base | auto-resnet50"
   "session 4: auto-bert-base-squad | auto-bert-large-squad | auto-bert-large-mlm"
@@ -97,17 +105,27 @@ is_step() {
 preamble() {
   cd "$ROOT"
   mkdir -p "$OUT"
+  rm -f "$OUT/setup.failed"
   export PYTHONPATH="$ROOT/src"
+  export DLBENCH_DEBUG=1  # the workers' stderr (a failed configuration's traceback) goes into the step's log
   if [[ "$DRY" != "1" ]]; then
     shopt -s nullglob
     local wheels=(.whl/*.whl)
     shopt -u nullglob
     if ((${#wheels[@]})); then
-      "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        "${wheels[@]}"
+      if "$PY" -m pip --version >/dev/null 2>&1; then
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+          "${wheels[@]}"
+      else  # a wheel is a zip archive laid out as site-packages expects it
+        echo "note: $PY has no pip; unpacking the carried wheels into /tmp/site"
+        "$PY" -c 'import sys, zipfile
+for wheel in sys.argv[1:]:
+    zipfile.ZipFile(wheel).extractall("/tmp/site")' "${wheels[@]}"
+      fi
       export PYTHONPATH="$ROOT/src:/tmp/site"
+      echo "${#wheels[@]} carried wheels installed into /tmp/site"
     else
-      echo "note: no .whl/*.whl carried; sqlalchemy, alembic, mako and platformdirs must already be installed"
+      echo "note: no .whl/*.whl carried; sqlalchemy, alembic, mako, platformdirs and pytest must be installed"
     fi
   fi
 }
@@ -148,30 +166,39 @@ dlbench_run() {
 }
 
 step_setup() {
-  "$PY" - <<'EOF'
-import importlib.metadata as md, platform
-names = ["torch", "torchvision", "transformers", "typer", "click", "rich", "nvidia-ml-py", "sqlalchemy",
-         "alembic", "platformdirs", "numpy", "scipy", "matplotlib", "jinja2", "triton"]
-print("python", platform.python_version())
-for n in names:
-    try:
-        print(f"{n} {md.version(n)}")
-    except md.PackageNotFoundError:
-        print(f"{n} MISSING")
-EOF
+  local failed=()
   if [[ "$DRY" != "1" ]]; then
-    nvidia-smi || true
-    nvidia-smi -q -d CLOCK,POWER,TEMPERATURE,PERFORMANCE || true  # read-only queries, nothing is changed
+    nvidia-smi || failed+=("nvidia-smi")
+    # Read-only queries (nothing is changed); long, so into a file of their own.
+    nvidia-smi -q -d CLOCK,POWER,TEMPERATURE,PERFORMANCE >"$OUT/setup-nvidia-smi.txt" 2>&1 || true
   fi
-  local rc=0
-  "$PY" -m dlbench doctor --json >"$OUT/setup-doctor.json" || rc=$?
-  echo "dlbench doctor exit code $rc (1 = a check warns; see setup-doctor.json)"
-  "$PY" -m dlbench --help >/dev/null
-  local smoke=(-w resnet50 -w bert-base-squad -w bert-base-mlm -p tf32 -p amp-fp16 -p amp-bf16 -c off)
+  # 1. One process, about a minute: versions, CUDA ops, NVML, tiny training of every workload x precision (a
+  #    traceback for each failure), then two compiled configurations (cold compiles, tens of seconds each).
+  local smoke=(--device cuda --compile default --expect-all)
   if [[ "$DRY" == "1" ]]; then
-    dlbench_run setup-smoke "${smoke[@]}"
+    smoke=(--device cpu)  # the CPU refuses tf32: no --expect-all
+    [[ "${DLBENCH_PLAN_DRY_COMPILE:-0}" == "1" ]] && smoke+=(--compile default)
+  fi
+  # A hang (a driver problem) must not take the whole 10-minute command: each part has a time limit.
+  local rc=0
+  timeout -k 10 "${PLAN_SMOKE_LIMIT_S:-300}" "$PY" benchmarks/gpu_smoke.py "${smoke[@]}" || rc=$?
+  ((rc == 0)) || failed+=("gpu_smoke.py (exit code $rc; 124: still running after ${PLAN_SMOKE_LIMIT_S:-300} s)")
+  # 2. dlbench doctor: the machine checks, as JSON for the record and one line each here.
+  timeout -k 10 120 "$PY" -m dlbench doctor --json >"$OUT/setup-doctor.json" || true  # 1: a check warns/fails
+  "$PY" benchmarks/h100_plan_check.py doctor "$OUT/setup-doctor.json" || failed+=("dlbench doctor")
+  # 3. The CLI path: planning child, a worker process per configuration, telemetry, thermometer, store, --json.
+  local CONFIG_TIMEOUT_S=180 MAX_WAIT_S=0  # read by dlbench_run (bash's dynamic scope)
+  local cli=(-w resnet50 -w bert-base-squad -p tf32 -p amp-fp16 -c off)
+  [[ "$DRY" != "1" ]] && cli+=(--tiny --warmup 1 --steps 3 --repeats 2)
+  dlbench_run setup-smoke "${cli[@]}"
+  local check=(run "$OUT/setup-smoke.json")
+  [[ "$DRY" == "1" ]] && check+=(--allow-skipped)
+  "$PY" benchmarks/h100_plan_check.py "${check[@]}" || failed+=("dlbench run (setup-smoke.json)")
+  if ((${#failed[@]})); then
+    printf '%s\n' "${failed[@]}" >"$OUT/setup.failed"
+    echo "SETUP FAILED: ${failed[*]} (details above); measurement steps of this command are not started"
   else
-    dlbench_run setup-smoke "${smoke[@]}" --tiny --warmup 2 --steps 5 --repeats 2
+    echo "SETUP OK"
   fi
 }
 
@@ -182,8 +209,9 @@ step_gpu_tests() {
   echo "gpu tests exit code $rc (5 = none collected)"
   # The CPU tests of the engine too: they check the GPU image's torch / transformers / typer versions.
   rc=0
+  # tests/test_gpu_paths.py pins this torch's TF32 flag behaviour (legacy/new API) and GradScaler + fused.
   "$PY" -m pytest -q -m "not gpu" -p no:cacheprovider tests/test_workloads.py tests/test_measure.py \
-    tests/test_h100_collect.py tests/test_cli_basics.py || rc=$?
+    tests/test_gpu_paths.py tests/test_telemetry.py tests/test_h100_collect.py tests/test_cli_basics.py || rc=$?
   echo "engine CPU tests on this image: exit code $rc"
 }
 
@@ -235,6 +263,11 @@ if [[ -z "${OUT:-}" ]]; then
 fi
 preamble
 for step in "$@"; do
+  if [[ -s "$OUT/setup.failed" && "$step" != "setup" && "$step" != "gpu-tests" && "${PLAN_IGNORE_SETUP:-0}" != "1" ]]
+  then
+    echo "=== step $step not started: setup failed ($(paste -sd ';' "$OUT/setup.failed")); PLAN_IGNORE_SETUP=1 runs it ==="
+    continue
+  fi
   echo "=== step $step ($(date -u +%H:%M:%S) UTC) ==="
   start=$SECONDS
   set -o pipefail

@@ -117,6 +117,17 @@ def test_unknown_status_is_refused():
         make_result(RunConfig("resnet50"), "fine")
 
 
+def test_environment_records_the_versions_of_the_model_libraries():
+    import transformers
+
+    from dlbench.telemetry.environment import VERSIONED_PACKAGES, package_versions
+
+    versions = collect()["package_versions"]
+    assert list(versions) == list(VERSIONED_PACKAGES)
+    assert versions["transformers"] == transformers.__version__  # BERT's code differs between versions
+    assert package_versions(("no-such-distribution-dlbench",)) == {"no-such-distribution-dlbench": None}
+
+
 def test_environment_facts_without_a_gpu_are_null_not_guessed():
     env = collect()
     import torch

@@ -289,8 +289,14 @@ def test_real_wrapper_converts_units_and_maps_not_supported():
         nvmlDeviceGetFanSpeed=gpu_lost,
         nvmlDeviceGetCurrentClocksEventReasons=not_supported,  # an old driver: only the older name works
         nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 0x20,
+        # nvidia-ml-py releases before its str/bytes wrapper return NVML's strings as bytes
+        nvmlSystemGetDriverVersion=lambda: b"535.183.01",
+        nvmlDeviceGetName=lambda h: b"NVIDIA H100 80GB HBM3",
+        nvmlDeviceGetUUID=lambda h: "GPU-5a5c0e2b-0000-0000-0000-000000000000",
     )
     nv = Nvml(fake)
+    assert nv.driver_version() == "535.183.01" and nv.name(None) == "NVIDIA H100 80GB HBM3"
+    assert nv.uuid(None) == "GPU-5a5c0e2b-0000-0000-0000-000000000000"
     assert nv.power_w(None) == pytest.approx(312.5)
     assert nv.power_limit_w(None) == pytest.approx(700.0)
     assert nv.clock_event_reasons(None) == 0x20

@@ -193,10 +193,12 @@ def test_bert_attention_is_sdpa_without_a_mask_even_when_traced(monkeypatch):
     real_sdpa = F.scaled_dot_product_attention
 
     def spy(*args, **kwargs):
-        calls.append(kwargs.get("attn_mask", args[3] if len(args) > 3 else None) is None)
+        no_mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None) is None
+        # BERT attends both ways: a causal flag would be a different (and cheaper) model.
+        calls.append(no_mask and not kwargs.get("is_causal", args[5] if len(args) > 5 else False))
         return real_sdpa(*args, **kwargs)
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
     model = workload.build_model(config)
     model(*workload.make_inputs(config, 2, torch.Generator().manual_seed(0))).backward()
-    assert calls and all(calls)  # one SDPA call per layer, none with a mask
+    assert calls and all(calls)  # one SDPA call per layer, none with a mask, none causal

@@ -12,6 +12,17 @@ Exercise it with `PYTHONPATH=src python -m pytest -q tests/test_measure.py -k pr
 Under AMP, matmuls and convolutions run in 16 bits; TF32 only touches the few fp32 matmuls left over and is
 left on, as in NVIDIA's NGC containers and most training scripts. The flags actually in force after set-up
 are read back and recorded with the result (`precision_flags`), never assumed.
+
+TF32 is set through the legacy flags (`torch.backends.cuda.matmul.allow_tf32`,
+`torch.backends.cudnn.allow_tf32`, `torch.set_float32_matmul_precision`), which every torch since 1.7 has and
+which, on torch >= 2.9, also set the newer per-backend strings (`torch.backends.cuda.matmul.fp32_precision` "tf32"/"ieee",
+`torch.backends.cudnn.conv.fp32_precision` "tf32"/"none"). torch 2.9 prints a deprecation UserWarning for the
+legacy setters (only a warning), but a write through the new API alone leaves the legacy state behind, and
+reading a legacy flag then raises "you have used mix of the legacy and new APIs" (a RuntimeError): Inductor
+reads the legacy flags while compiling, so new-API-only code breaks `torch.compile` (pytorch/pytorch#189955).
+Both views are recorded: the legacy booleans (`cuda_matmul_allow_tf32`, `cudnn_allow_tf32`: what the kernels
+use) and, where torch has them, the strings (`cuda_matmul_fp32_precision`, `cudnn_conv_fp32_precision`; "none"
+means "inherit", which here is full fp32). `tests/test_gpu_paths.py` pins both behaviours.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ def apply_precision(precision: str, device: Any) -> PrecisionSetup:
     device_type = torch.device(device).type
     strict = precision == "fp32"
     # Legacy flags (torch >= 1.7) rather than the fp32_precision API of torch >= 2.9: they work on every
-    # supported torch and torch keeps both views in step.
+    # supported torch and keep both views in step (module docstring: the new API alone breaks torch.compile).
     torch.backends.cuda.matmul.allow_tf32 = not strict
     torch.backends.cudnn.allow_tf32 = not strict
     torch.set_float32_matmul_precision("highest" if strict else "high")

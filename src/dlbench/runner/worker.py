@@ -89,19 +89,36 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+# Allocation failures inside CUDA libraries, which torch raises as plain RuntimeErrors (cuBLAS creates its
+# handle and workspace on first use, so a batch that fills the GPU can fail there rather than in torch's
+# caching allocator).
+LIBRARY_ALLOC_FAILED = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED")
+
+
 def is_oom(exc: BaseException) -> bool:
-    """A device out-of-memory error: torch.OutOfMemoryError or a RuntimeError saying "out of memory"
-    (older torch, MPS, ROCm)."""
+    """A device out-of-memory error: torch.OutOfMemoryError, a RuntimeError saying "out of memory" (older
+    torch, MPS, ROCm, "CUDA error: out of memory") or a CUDA library's allocation failure, raised directly or
+    as the cause of another error (torch.compile wraps what happens while it compiles)."""
     try:
         import torch
     except ImportError:  # pragma: no cover - the worker always has torch
         torch = None
+    oom_types: tuple[type, ...] = ()
     if torch is not None:
         oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                       getattr(torch.cuda, "OutOfMemoryError", None)) if t is not None)
-        if oom_types and isinstance(exc, oom_types):
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if oom_types and isinstance(current, oom_types):
             return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+        if isinstance(current, RuntimeError):
+            text = str(current)
+            if "out of memory" in text.lower() or any(code in text for code in LIBRARY_ALLOC_FAILED):
+                return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def oom_message(config) -> str:
@@ -111,6 +128,8 @@ def oom_message(config) -> str:
 
 def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
     """Measure `config` in this process and classify the outcome (never raises for a failed measurement)."""
+    import torch  # noqa: F401 - before the sampler: it tells ROCm from CUDA by an already imported torch
+
     from dlbench.runner.measure import measure
 
     sampler, telemetry_reason = create_sampler(config.device)

@@ -32,7 +32,13 @@ ENVIRONMENT_KEYS: tuple[str, ...] = (
     "memory_bytes",
     "gpus",
     "git_commit",
+    "package_versions",
 )
+
+# The libraries besides torch whose version changes what is measured: the models (torchvision's ResNet,
+# transformers' BERT and its attention code), Inductor's GPU code generator, and the NVML bindings telemetry
+# reads through. Read from package metadata, so nothing is imported.
+VERSIONED_PACKAGES: tuple[str, ...] = ("torchvision", "transformers", "triton", "nvidia-ml-py")
 
 GPU_KEYS: tuple[str, ...] = ("name", "memory_bytes", "compute_capability", "multiprocessor_count")
 
@@ -50,9 +56,23 @@ def collect() -> dict[str, Any]:
         "memory_bytes": _safe(memory_bytes),
         "git_commit": _safe(git_commit),
         "driver_version": _safe(nvml_driver_version),
+        "package_versions": package_versions(),
     }
     env.update(_torch_facts())
     return {key: env.get(key) for key in ENVIRONMENT_KEYS}
+
+
+def package_versions(names: tuple[str, ...] = VERSIONED_PACKAGES) -> dict[str, str | None]:
+    """{distribution: installed version, or None when it is not installed}."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
 
 def _safe(fn):

@@ -115,9 +115,14 @@ class Nvml:
         except Exception:  # noqa: BLE001 - nothing useful to do if shutdown fails
             pass
 
+    @staticmethod
+    def _text(value: Any) -> str:
+        """NVML strings: nvidia-ml-py decodes them, but its releases before the str/bytes wrapper return bytes."""
+        return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
     # -- system ----------------------------------------------------------------------------------------
     def driver_version(self) -> str:
-        return str(self._call("nvmlSystemGetDriverVersion"))
+        return self._text(self._call("nvmlSystemGetDriverVersion"))
 
     def cuda_driver_version(self) -> int:
         """Highest CUDA version the driver supports, as NVML encodes it (1000*major + 10*minor: 12040)."""
@@ -131,10 +136,10 @@ class Nvml:
 
     # -- identity --------------------------------------------------------------------------------------
     def uuid(self, handle: Any) -> str:
-        return str(self._call("nvmlDeviceGetUUID", handle))
+        return self._text(self._call("nvmlDeviceGetUUID", handle))
 
     def name(self, handle: Any) -> str:
-        return str(self._call("nvmlDeviceGetName", handle))
+        return self._text(self._call("nvmlDeviceGetName", handle))
 
     # -- cheap per-sample readings -----------------------------------------------------------------------
     # nvmlDeviceGetPowerUsage returns a 1-second average on Ampere (except GA100) and newer GPUs, instantaneous
