@@ -234,7 +234,7 @@ def check_sdpa(device: str) -> str:
 def check_events_and_memory(device: str) -> str:
     import torch
 
-    from dlbench.runner.measure import _CudaClock, _peak_memory, _peak_memory_reset
+    from dlbench.runner.measure import _CudaClock, _peak_memory, _peak_memory_reset, _peak_reserved
 
     dev = torch.device(device)
     clock = _CudaClock(dev)
@@ -247,10 +247,12 @@ def check_events_and_memory(device: str) -> str:
         raise RuntimeError(f"CUDA events timed a ~5 ms kernel as {elapsed * 1e3:.2f} ms")
     _peak_memory_reset(dev)
     block = torch.empty(256 * 1024**2, dtype=torch.uint8, device=dev)
-    peak, reserved = _peak_memory(dev), torch.cuda.max_memory_reserved(dev)
+    peak, reserved = _peak_memory(dev), _peak_reserved(dev)
     del block
     if peak is None or peak < 256 * 1024**2:
         raise RuntimeError(f"peak memory {peak} after allocating 256 MiB")
+    if reserved is None or reserved < peak:
+        raise RuntimeError(f"peak reserved {reserved} below peak allocated {peak}")
     return f"event-timed sleep {elapsed * 1e3:.1f} ms; peak allocated {peak / 1024**2:.0f} MiB, reserved {reserved / 1024**2:.0f} MiB"
 
 
@@ -425,6 +427,8 @@ def train(workload: str, precision: str, compile_mode: str, device: str, expect_
             parts.append(f"compile {result['compile_time_s']:.1f} s")
         if result["peak_memory_bytes"]:
             parts.append(f"peak {result['peak_memory_bytes'] / 1024**2:.0f} MiB")
+        if result["peak_reserved_bytes"]:
+            parts.append(f"reserved {result['peak_reserved_bytes'] / 1024**2:.0f} MiB")
         parts.append(f"{flags['optimizer']} {flags['optimizer_impl']}")
         parts += [name for name in ("channels_last", "grad_scaler") if flags[name]]
         if flags.get("attention"):
@@ -447,6 +451,8 @@ def expected_flag_problems(result: dict[str, Any], workload: str, precision: str
             problems.append("cudnn.benchmark off")
         if not result["peak_memory_bytes"]:
             problems.append("no peak memory")
+        if not result["peak_reserved_bytes"]:
+            problems.append("no peak reserved memory")
         if flags["cuda_matmul_allow_tf32"] is not tf32 or flags["cudnn_allow_tf32"] is not tf32:
             problems.append(f"TF32 flags matmul {flags['cuda_matmul_allow_tf32']}, cuDNN {flags['cudnn_allow_tf32']}")
     if workload.startswith("bert") and flags.get("attention") != "sdpa_no_mask":

@@ -78,6 +78,18 @@ def test_combine_ranks_counts_nodes_and_keeps_every_rank():
     assert any("slowest" in w for w in combined["warnings"])  # two GPU models in one group
 
 
+def test_combine_ranks_takes_the_fullest_gpus_memory_peaks():
+    per_rank = [_rank(r, 0, "a", [0.1, 0.1], "GPU X") for r in range(3)]
+    for p, (allocated, reserved) in zip(per_rank, [(5, 9), (7, 8), (6, 12)], strict=True):
+        p["measurement"].update(peak_memory_bytes=allocated, peak_reserved_bytes=reserved)
+    combined = combine_ranks(per_rank, 3)
+    assert (combined["peak_memory_bytes"], combined["peak_reserved_bytes"]) == (7, 12)
+    assert [r["peak_reserved_bytes"] for r in combined["ranks"]] == [9, 8, 12]
+    per_rank[1]["measurement"]["peak_reserved_bytes"] = None  # one rank could not tell: no group figure
+    combined = combine_ranks(per_rank, 3)
+    assert combined["peak_reserved_bytes"] is None and combined["peak_memory_bytes"] == 7
+
+
 def test_torchrun_summary_names_the_killed_rank():
     failures, root = parse_torchrun_failures(TORCHRUN_SUMMARY)
     assert root == 1 and failures[1][0] == -9 and failures[0][0] == 1

@@ -63,6 +63,9 @@ def test_statistics_follow_from_raw_step_times(measured):
     assert len(result["warmup_step_times_s"]) == 1
     assert result["flops_per_sample"] > 0
     assert result["achieved_flops_per_s"] == pytest.approx(result["samples_per_s"] * result["flops_per_sample"])
+    on_gpu = make_result(config, "ok", measurement={**measurement, "peak_memory_bytes": 7 * 2**30,
+                                                    "peak_reserved_bytes": 9 * 2**30})
+    assert (on_gpu["peak_memory_bytes"], on_gpu["peak_reserved_bytes"]) == (7 * 2**30, 9 * 2**30)
 
 
 def test_document_has_every_schema_key_with_the_right_type(measured):
@@ -99,6 +102,7 @@ def test_document_has_every_schema_key_with_the_right_type(measured):
         assert set(RESULT_KEYS) <= set(result)
         for key, types in RESULT_TYPES.items():
             assert isinstance(result[key], types), (result["status"], key, result[key])
+        assert result["peak_reserved_bytes"] is None  # optional, always written; a CPU has no allocator counter
         assert set(result["step_time_s"]) == set(STEP_TIME_KEYS)
         for rep in result["repeats"]:
             assert set(rep) == {"step_times_s"} and all(isinstance(t, float) for t in rep["step_times_s"])

@@ -188,9 +188,12 @@ def test_gpu_smoke_flags_what_a_cuda_run_must_record():
     flags = {"optimizer_impl": "foreach", "channels_last": False, "cudnn_benchmark": True,
              "cuda_matmul_allow_tf32": True, "cudnn_allow_tf32": True, "grad_scaler": False,
              "float32_matmul_precision": "high", "attention": None}
-    result = {"precision_flags": flags, "peak_memory_bytes": 1}
+    result = {"precision_flags": flags, "peak_memory_bytes": 1, "peak_reserved_bytes": 2}
     problems = smoke.expected_flag_problems(result, "resnet50", "amp-fp16", "cuda:0")
     assert problems == ["optimizer foreach, not fused", "ResNet not channels_last", "grad_scaler False"]
+    problems = smoke.expected_flag_problems({**result, "peak_reserved_bytes": None}, "resnet50", "amp-fp16",
+                                            "cuda:0")
+    assert "no peak reserved memory" in problems
     assert smoke.expected_flag_problems(result, "bert-base-mlm", "tf32", "cpu") == [
         "attention None, not sdpa_no_mask"]
 

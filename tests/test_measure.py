@@ -76,6 +76,7 @@ def test_raw_step_times_and_callbacks():
     assert result["compile_time_s"] is None  # eager
     assert result["batch_size"] == 4 and result["seq_len"] is None and result["device"] == "cpu"
     assert result["peak_memory_bytes"] is None  # no allocator counter on a CPU
+    assert result["peak_reserved_bytes"] is None
     assert result["telemetry"] == {"available": False, "reason": "test sampler"}
     assert sampler.calls == ["start", "stop"]
     assert wrapped == ["ClassifierLoss"]
@@ -262,6 +263,7 @@ def test_cuda_measurement_uses_events_and_counts_memory():
     result = measure(config)
     assert result["device"].startswith("cuda:")
     assert result["peak_memory_bytes"] and result["peak_memory_bytes"] > 0
+    assert result["peak_reserved_bytes"] >= result["peak_memory_bytes"]  # the reserve holds every allocation
     flags = result["precision_flags"]
     assert (
         flags["channels_last"] is True and flags["optimizer_impl"] == "fused" and flags["grad_scaler"] is True
@@ -342,6 +344,40 @@ def test_cuda_graph_modes_mark_each_step_and_widen_the_memory_window(monkeypatch
         marks.clear()
         plain()
         assert marks == []
+
+
+def test_cuda_peaks_read_allocated_and_reserved_since_the_reset(monkeypatch):
+    """Both peaks come from the caching allocator's counters after the one reset before measuring (a fake
+    allocator stands in for CUDA: its reserve grows in 2 MiB blocks, as the real one's does)."""
+    import torch
+
+    from dlbench.runner import measure as m
+
+    class FakeAllocator:
+        def __init__(self):
+            self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
+
+        def alloc(self, n):
+            self.allocated += n
+            self.reserved = max(self.reserved, -(-self.allocated // 2**21) * 2**21)
+            self.peak_allocated = max(self.peak_allocated, self.allocated)
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
+
+        def reset(self, device=None):
+            self.peak_allocated, self.peak_reserved = self.allocated, self.reserved
+
+    fake = FakeAllocator()
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", fake.reset)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: fake.peak_allocated)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: fake.peak_reserved)
+    device = torch.device("cuda", 0)
+    fake.alloc(100 * 2**20)  # warm-up garbage, freed below: the reset must forget it
+    fake.allocated = 2**20
+    m._peak_memory_reset(device)
+    fake.alloc(5 * 2**20 + 1)
+    assert m._peak_memory(device) == 6 * 2**20 + 1
+    assert m._peak_reserved(device) == 100 * 2**20  # the reserve keeps the warm-up's cached blocks
+    assert m._peak_reserved(torch.device("cpu")) is None and m._peak_memory(torch.device("cpu")) is None
 
 
 def test_cpu_run_records_no_cuda_graphs():

@@ -126,3 +126,42 @@ def test_database_from_a_newer_dlbench_is_refused(tmp_path):
         open_store(url)
     message = err.value.format_message()
     assert str(path) in message and "9999_from_the_future" in message and "newer dlbench" in message
+
+
+def test_0002_fills_peak_reserved_bytes_from_stored_documents_and_keeps_step_times(tmp_path):
+    """A run stored at revision 0001 whose document already carried `peak_reserved_bytes` (imported by a
+    dlbench without the column) gains it in the new column; its step times survive the migration."""
+    from datetime import datetime, timezone
+
+    from dlbench.store import rows
+
+    url = f"sqlite:///{tmp_path / 'v1.db'}"
+    _upgrade_to(url, "0001")
+    doc = store_docs.document()
+    doc["results"][0]["peak_reserved_bytes"] = 40_000_000_000
+    engine, _ = db.connect(url)
+    try:
+        with db.transaction(engine, write=True) as conn:
+            old = sa.MetaData()
+            runs_t, results_t, steps_t = (sa.Table(name, old, autoload_with=conn)
+                                          for name in ("runs", "results", "step_times"))
+            assert "peak_reserved_bytes" not in results_t.c
+            conn.execute(runs_t.insert().values(rows.run_row(doc, datetime.now(timezone.utc))))
+            for index, result in enumerate(doc["results"]):
+                row = rows.result_row(doc["run_id"], index, result)
+                del row["peak_reserved_bytes"]
+                result_id = conn.execute(results_t.insert().values(row)).inserted_primary_key[0]
+                step_rows = rows.step_time_rows(result_id, result)
+                if step_rows:
+                    conn.execute(steps_t.insert(), step_rows)
+            stored_steps = conn.execute(sa.select(sa.func.count()).select_from(steps_t)).scalar_one()
+    finally:
+        engine.dispose()
+    assert stored_steps > 0
+    with open_store(url) as store:
+        assert store.get_run(doc["run_id"]) == doc
+        exported = store.export_rows()
+    assert [r["peak_reserved_bytes"] for r in exported] == [40_000_000_000, None, None]
+    with sqlite3.connect(tmp_path / "v1.db") as conn:
+        assert conn.execute("SELECT count(*) FROM step_times").fetchone()[0] == stored_steps
+    assert _current(url) == {"0002"} and _schema_differences(url) == []

@@ -108,6 +108,34 @@ def test_export_csv_has_unit_columns_and_exact_values(capsys, two_runs, tmp_path
     assert exported[1]["samples_per_s"] == b["results"][1]["samples_per_s"]
 
 
+def test_peak_reserved_bytes_flows_to_export_and_show_json(capsys, tmp_path):
+    """The optional `peak_reserved_bytes` (allocator reserve): exported in its own column, shown by
+    `results show --json`, empty for results that lack it (older documents), refused when not an integer."""
+    doc = store_docs.document()
+    doc["results"][0]["peak_reserved_bytes"] = 34_359_738_368
+    doc["results"][2]["peak_reserved_bytes"] = None
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc))
+    code, _, err = cli(capsys, "results", "import", str(path))
+    assert code == 0, err
+    code, out, _ = cli(capsys, "results", "export", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]).index("peak_reserved_bytes") == list(rows[0]).index("peak_memory_bytes") + 1
+    assert [r["peak_reserved_bytes"] for r in rows] == ["34359738368", "", ""]
+    code, out, _ = cli(capsys, "results", "export", "--format", "json")
+    assert [r["peak_reserved_bytes"] for r in json.loads(out)] == [34_359_738_368, None, None]
+    code, out, _ = cli(capsys, "results", "show", doc["run_id"], "--json")
+    shown = json.loads(out)
+    assert shown == doc and shown["results"][0]["peak_reserved_bytes"] == 34_359_738_368
+    assert "peak_reserved_bytes" not in shown["results"][1]  # absent stays absent: nothing is invented
+
+    bad = store_docs.document()
+    bad["results"][0]["peak_reserved_bytes"] = "32 GB"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    code, _, err = cli(capsys, "results", "import", str(tmp_path / "bad.json"))
+    assert code == 2 and "results[0].peak_reserved_bytes: expected an integer or null, got string" in err
+
+
 def test_import_idempotent_then_malformed_folder_imports_nothing(capsys, tmp_path):
     good = tmp_path / "good"
     good.mkdir()

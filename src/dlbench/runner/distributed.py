@@ -253,8 +253,9 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
     base["repeats"] = [{"step_times_s": times} for times in slowest_rank_repeats(repeats_by_rank)]
     warmups = [p["measurement"].get("warmup_step_times_s") or [] for p in per_rank]
     base["warmup_step_times_s"] = max(warmups, key=sum) if warmups else []
-    peaks = [p["measurement"].get("peak_memory_bytes") for p in per_rank]
-    base["peak_memory_bytes"] = max(peaks) if all(v is not None for v in peaks) else None
+    for key in ("peak_memory_bytes", "peak_reserved_bytes"):  # the group needs what its fullest GPU needs
+        peaks = [p["measurement"].get(key) for p in per_rank]
+        base[key] = max(peaks) if all(v is not None for v in peaks) else None
     base["world_size"] = world_size
     nodes = {(p["env"]["node_rank"], p["env"]["hostname"]) for p in per_rank}
     base["nodes"] = len(nodes)
@@ -264,6 +265,7 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
             "warmup_step_times_s": p["measurement"].get("warmup_step_times_s"),
             "repeats": [{"step_times_s": rep["step_times_s"]} for rep in p["measurement"]["repeats"]],
             "peak_memory_bytes": p["measurement"].get("peak_memory_bytes"),
+            "peak_reserved_bytes": p["measurement"].get("peak_reserved_bytes"),
         }
         for p in per_rank
     ]

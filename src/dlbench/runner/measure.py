@@ -12,10 +12,11 @@ Order of events (README "Methodology" says why):
    (wall clock, device synchronised at both ends) as `compile_time_s`. They are never part of throughput.
    Inductor and Triton compile into fresh cache directories (`compile_cache`): a cold compile every time.
 3. `warmup_steps` steps, each timed, kept apart (`warmup_step_times_s`).
-4. peak-memory counter reset; sampler started; `repeats` times: synchronise, `sync()`, time `steps` steps,
-   synchronise, `sync()`. Sampler stopped. With CUDA graphs (`reduce-overhead`, `max-autotune` on CUDA) the
-   counter is reset before the compile steps instead: graph replays allocate nothing, so only the recording
-   (a compile step) shows the memory the graphs hold (`precision_flags["peak_memory_scope"]` says which).
+4. peak-memory counters reset (allocated and reserved alike); sampler started; `repeats` times: synchronise,
+   `sync()`, time `steps` steps, synchronise, `sync()`. Sampler stopped. With CUDA graphs (`reduce-overhead`,
+   `max-autotune` on CUDA) the counters are reset before the compile steps instead: graph replays allocate
+   nothing, so only the recording (a compile step) shows the memory the graphs hold
+   (`precision_flags["peak_memory_scope"]` says which; it covers `peak_reserved_bytes` too).
 CUDA graphs: each step begins with `torch.compiler.cudagraph_mark_step_begin()`, so the graph trees know where
 one training iteration ends whatever the optimizer and GradScaler do between graphs; graphs Inductor skipped
 (and why, in its log) are counted into a warning and `precision_flags["cuda_graph_skips"]`.
@@ -256,6 +257,16 @@ def _peak_memory(device: Any) -> int | None:
     return None
 
 
+def _peak_reserved(device: Any) -> int | None:
+    """Peak bytes the caching allocator held from the driver since the same reset (CUDA): the allocated peak
+    plus the allocator's cached and fragmented blocks, i.e. what another process could not use. None elsewhere."""
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_reserved(device))
+    return None
+
+
 def _compile_counters() -> int | None:
     try:
         from torch._dynamo.utils import counters
@@ -276,7 +287,7 @@ def _cuda_graph_skips() -> int | None:
 
 
 def peak_memory_scope(compile_mode: str, device_type: str) -> str:
-    """Which steps `peak_memory_bytes` covers (see the module docstring, step 4)."""
+    """Which steps `peak_memory_bytes` and `peak_reserved_bytes` cover (see the module docstring, step 4)."""
     if uses_cuda_graphs(compile_mode, device_type):
         return "compile, warm-up and measured steps (CUDA graph replays allocate nothing)"
     return "measured steps"
@@ -381,6 +392,7 @@ def _measure(
         if sampler is not None:
             telemetry = sampler.stop()
     peak_memory = _peak_memory(device)
+    peak_reserved = _peak_reserved(device)
 
     compiles_after = _compile_counters()
     if config.compile != "off" and compiles_before is not None and compiles_after != compiles_before:
@@ -420,6 +432,7 @@ def _measure(
         "repeats": repeats,
         "compile_time_s": compile_time_s,
         "peak_memory_bytes": peak_memory,
+        "peak_reserved_bytes": peak_reserved,
         "flops_per_sample": flops,
         "batch_size": config.batch_size,
         "seq_len": workload.seq_len(config),

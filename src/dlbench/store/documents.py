@@ -133,6 +133,7 @@ _RESULT_REQUIRED = {
 }
 # Optional extras other parts add (CONTRACTS.md); their shapes are checked where they are settled.
 _RESULT_OPTIONAL = {
+    "peak_reserved_bytes": _OPT_INT,
     "telemetry": _OPT_DICT,
     "telemetry_reason": _OPT_STR,
     "nodes": (_nullable(lambda v: _is_int(v) or isinstance(v, list)), "an integer, list or null"),

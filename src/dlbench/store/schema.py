@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 # The newest migration, i.e. the revision these tables correspond to (a test checks it against Alembic's
 # head). A database already at this revision opens without loading Alembic at all.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_name)s",
@@ -73,6 +73,7 @@ results = sa.Table(
     sa.Column("step_time_p95_s", sa.Double()),
     sa.Column("compile_time_s", sa.Double()),
     sa.Column("peak_memory_bytes", sa.BigInteger()),
+    sa.Column("peak_reserved_bytes", sa.BigInteger()),  # migration 0002
     sa.Column("flops_per_sample", sa.Double()),
     sa.Column("achieved_flops_per_s", sa.Double()),
     sa.Column("start_temperature_c", sa.Double()),
