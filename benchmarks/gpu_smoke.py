@@ -399,7 +399,9 @@ def check_thermometer(device: str) -> str:
         thermometer.close()
     if temperature is None:
         raise Warn("the thermometer reads nothing")
-    return f"{temperature:.0f} C"
+    match = thermometer.match
+    return f"{temperature:.0f} C (NVML GPU {match.nvml_index}, matched by {match.how}" + (
+        f", MIG instance {match.mig_uuid})" if match.mig_uuid else ")")
 
 
 # --- 4./5. training -------------------------------------------------------------------------------------

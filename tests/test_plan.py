@@ -3,9 +3,12 @@ thermal wait with a fake NVML. Run: `PYTHONPATH=src python -m pytest -q tests/te
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from dlbench.errors import BadInput
+from dlbench.runner import plan as plan_module
 from dlbench.runner.plan import (
     GPU_DEFAULT_WORKLOADS,
     DeviceFacts,
@@ -15,9 +18,11 @@ from dlbench.runner.plan import (
     validate_options,
 )
 from dlbench.runner.thermal import GpuThermometer, wait_until_cool
+from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
 
+H100_UUID = "GPU-12345678-9abc-def0-1234-56789abcdef0"
 H100 = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85_031_714_816, "compute_capability": [9, 0],
-        "uuid": "GPU-1234"}
+        "uuid": H100_UUID[4:]}  # as `DeviceFacts.detect` records torch's UUID
 T4 = {"name": "Tesla T4", "memory_bytes": 15_642_329_088, "compute_capability": [7, 5], "uuid": None}
 
 
@@ -116,33 +121,6 @@ def test_tiny_flavour():
 # ------------------------------------------------------------------------------------------- thermal
 
 
-class FakeNvml:
-    """The few NVML calls the thermometer makes; temperatures come from a list."""
-
-    NVML_TEMPERATURE_GPU = 0
-
-    def __init__(self, temperatures):
-        self.temperatures = list(temperatures)
-        self.handles = []
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlShutdown(self):
-        pass
-
-    def nvmlDeviceGetHandleByUUID(self, uuid):
-        self.handles.append(("uuid", uuid))
-        return uuid
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        self.handles.append(("index", index))
-        return index
-
-    def nvmlDeviceGetTemperature(self, handle, sensor):
-        return self.temperatures.pop(0) if len(self.temperatures) > 1 else self.temperatures[0]
-
-
 class FakeClock:
     def __init__(self):
         self.now = 0.0
@@ -155,9 +133,11 @@ class FakeClock:
 
 
 def test_waits_until_cool_with_a_countdown():
-    nvml = FakeNvml([62, 57, 51, 50, 49])
+    # The planner records torch's UUID (no prefix); the thermometer finds the GPU with it among several.
+    nvml = FakeNvml([FakeGpu(uuid="GPU-99999999-0000-0000-0000-000000000000", temperature_c=90.0),
+                     FakeGpu(uuid=H100_UUID, temperature_c=[62, 57, 51, 50, 49])])
     thermometer = GpuThermometer.open("cuda:0", [H100], nvml=nvml)
-    assert nvml.handles == [("uuid", "GPU-1234")]
+    assert thermometer.match.nvml_index == 1 and thermometer.match.how == "uuid"
     clock, countdown = FakeClock(), []
     temp, warning = wait_until_cool(thermometer, 50, 300, lambda t, left: countdown.append((t, left)),
                                     sleep=clock.sleep, clock=clock)
@@ -166,16 +146,58 @@ def test_waits_until_cool_with_a_countdown():
     assert countdown[0][1] > countdown[-1][1]  # counts down
 
 
-def test_gives_up_after_max_wait():
+def test_gives_up_after_max_wait(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     clock = FakeClock()
-    thermometer = GpuThermometer.open("cuda:0", [T4], nvml=FakeNvml([80]))
+    thermometer = GpuThermometer.open("cuda:0", [T4], nvml=FakeNvml([FakeGpu(temperature_c=80.0)]))
     temp, warning = wait_until_cool(thermometer, 50, 10, sleep=clock.sleep, clock=clock)
     assert temp == 80 and "did not cool" in warning and clock.now == pytest.approx(10)
 
 
-def test_no_thermometer_on_cpu():
-    assert GpuThermometer.open("cpu", [], nvml=FakeNvml([40])) is None
+def test_no_thermometer_on_cpu_or_without_nvml():
+    assert GpuThermometer.open("cpu", [], nvml=FakeNvml([FakeGpu()])) is None
+    assert GpuThermometer.open("cuda:0", [H100], nvml=FakeNvml(unavailable="no NVIDIA driver")) is None
+    nvml = FakeNvml([FakeGpu(uuid="GPU-99999999-0000-0000-0000-000000000000")])
+    assert GpuThermometer.open("cuda:0", [H100], nvml=nvml) is None  # another GPU: not guessed
+    assert nvml.shut_down
     assert wait_until_cool(None) == (None, None)
+
+
+MIG_GPU = "GPU-5a5c0e2b-0000-0000-0000-000000000001"
+MIG_SLICES = ("MIG-0b2d0a2f-1111-2222-3333-444444444444", "MIG-7f6e5d4c-1111-2222-3333-444444444444")
+
+
+def _mig_machine():
+    """GPU 0 without MIG at 40 C; GPU 1 split into two MIG instances, at 71 C."""
+    return FakeNvml([FakeGpu(uuid="GPU-99999999-0000-0000-0000-000000000000", temperature_c=40.0),
+                     FakeGpu(uuid=MIG_GPU, temperature_c=71.0, mig_uuids=list(MIG_SLICES))])
+
+
+def test_mig_instance_is_read_through_its_gpu():
+    """Under MIG torch reports the instance's UUID (no prefix): the planner must not turn it into a `GPU-`
+    UUID, and the thermometer reads the GPU that holds the instance."""
+    props = SimpleNamespace(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", total_memory=42_949_672_960, major=9,
+                            minor=0, uuid=MIG_SLICES[1][4:])
+    recorded = plan_module._uuid(props)
+    assert recorded == MIG_SLICES[1][4:]
+    slice_facts = {"name": props.name, "memory_bytes": props.total_memory, "compute_capability": [9, 0],
+                   "uuid": recorded}
+    thermometer = GpuThermometer.open("cuda:0", [slice_facts], nvml=_mig_machine())
+    assert thermometer is not None
+    assert (thermometer.match.nvml_index, thermometer.match.mig_uuid) == (1, MIG_SLICES[1])
+    assert thermometer.temperature_c() == 71.0
+    thermometer.close()
+
+
+@pytest.mark.parametrize(("visible", "mig_uuid"), [(MIG_SLICES[0], MIG_SLICES[0]), (MIG_SLICES[0][:12], MIG_SLICES[0]),
+                                                   (f"MIG-{MIG_GPU}/1/0", f"MIG-{MIG_GPU}/1/0")])
+def test_mig_instance_named_in_cuda_visible_devices(monkeypatch, visible, mig_uuid):
+    """Without a UUID from torch: `MIG-<uuid>` (or a unique prefix) and the older `MIG-GPU-<uuid>/gi/ci`."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    no_uuid = {**H100, "uuid": None}
+    thermometer = GpuThermometer.open("cuda:0", [no_uuid], nvml=_mig_machine())
+    assert thermometer is not None and thermometer.temperature_c() == 71.0
+    assert thermometer.match.how == "visible_devices" and thermometer.match.mig_uuid == mig_uuid
 
 
 def test_batch_size_auto_on_the_cpu_says_what_it_will_do():

@@ -318,6 +318,38 @@ def test_real_wrapper_converts_units_and_maps_not_supported():
     assert nv.power_reading == "instant"
 
 
+def test_real_wrapper_lists_mig_instances():
+    """`Nvml.mig_uuids` over pynvml's MIG calls: empty slots skipped; MIG off or unsupported gives []."""
+    import types
+
+    import pynvml
+
+    from dlbench.telemetry.nvml import Nvml
+
+    slots = {"gpu0": {0: "MIG-aaaa", 2: "MIG-cccc"}}
+
+    def mig_handle(handle, slot):
+        if slot not in slots[handle]:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        return (handle, slot)
+
+    def mig_mode(handle):
+        if handle == "t4":
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return (pynvml.NVML_DEVICE_MIG_ENABLE if handle == "gpu0" else pynvml.NVML_DEVICE_MIG_DISABLE, 0)
+
+    fake = types.SimpleNamespace(
+        NVMLError=pynvml.NVMLError, NVML_ERROR_NOT_SUPPORTED=pynvml.NVML_ERROR_NOT_SUPPORTED,
+        NVML_DEVICE_MIG_ENABLE=pynvml.NVML_DEVICE_MIG_ENABLE,
+        nvmlDeviceGetMigMode=mig_mode, nvmlDeviceGetMaxMigDeviceCount=lambda h: 7,
+        nvmlDeviceGetMigDeviceHandleByIndex=mig_handle, nvmlDeviceGetUUID=lambda h: slots[h[0]][h[1]],
+    )
+    nv = Nvml(fake)
+    assert nv.mig_uuids("gpu0") == ["MIG-aaaa", "MIG-cccc"]
+    assert nv.mig_uuids("gpu1") == [] and nv.mig_uuids("t4") == []
+    assert Nvml(types.SimpleNamespace(NVMLError=pynvml.NVMLError)).mig_uuids("gpu0") == []  # old nvidia-ml-py
+
+
 def test_result_efficiency_reads_a_result_of_the_document():
     from dlbench.analysis.energy import result_efficiency
 
@@ -352,6 +384,22 @@ def test_torch_uuid_spellings_match_nvml(torch_uuid):
     # torch's _CUuuid prints 8-4-4-4-12 hex without a prefix; NVML says "GPU-" + the same groups.
     match = resolve_cuda_device(FakeNvml(GPUS), 0, torch_uuid=torch_uuid, environ={})
     assert (match.nvml_index, match.uuid) == (1, "GPU-bbbbbbbb-1111")
+
+
+def test_mig_instance_is_sampled_through_its_gpu():
+    """Under MIG torch's UUID is the instance's: the sampler reads the GPU holding it and says so."""
+    mig = "MIG-7f6e5d4c-1111-2222-3333-444444444444"
+    gpus = [FakeGpu(uuid="GPU-aaaaaaaa-0000", power_w=100.0),
+            FakeGpu(uuid="GPU-bbbbbbbb-1111", power_w=350.0, mig_uuids=["MIG-0b2d0a2f-0000", mig])]
+    sampler = create_sampler("cuda:0", interval_s=0.01, nvml=FakeNvml(gpus), uuid_of=lambda i: mig[4:])
+    sampler.start()
+    block = sampler.stop()
+    assert block["available"] is True, block.get("reason")
+    assert block["gpu"]["uuid"] == "GPU-bbbbbbbb-1111" and block["gpu"]["mig_uuid"] == mig
+    assert block["gpu"]["matched_by"] == "mig_uuid" and block["power_mean_w"] == pytest.approx(350.0)
+    # An instance no GPU holds is not guessed.
+    match = resolve_cuda_device(FakeNvml(gpus), 0, torch_uuid="7f6e5d4c-9999", environ={})
+    assert match.handle is None and "7f6e5d4c-9999" in match.how
 
 
 @pytest.mark.gpu

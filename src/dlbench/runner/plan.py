@@ -133,11 +133,11 @@ class DeviceFacts:
 
 
 def _uuid(props) -> str | None:
+    """The device's UUID as torch prints it (8-4-4-4-12 hex, no prefix). It is a GPU's UUID or, under MIG, the
+    MIG instance's, and torch does not say which, so no `GPU-`/`MIG-` prefix is guessed: matching with NVML
+    (`telemetry.nvml.resolve_cuda_device`) ignores the prefix and looks among both kinds."""
     uuid = getattr(props, "uuid", None)
-    if uuid is None:
-        return None
-    text = str(uuid)
-    return text if text.startswith("GPU-") else f"GPU-{text}"
+    return None if uuid is None else str(uuid)
 
 
 # ---------------------------------------------------------------------------------------------- validation

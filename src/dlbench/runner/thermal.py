@@ -10,7 +10,6 @@ returns None at once: the temperature is unknown, not zero.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,62 +20,57 @@ POLL_INTERVAL_S = 2.0
 
 
 class GpuThermometer:
-    """Reads one NVIDIA GPU's temperature through NVML. `nvml` may be a fake module for tests."""
+    """Reads one NVIDIA GPU's temperature through NVML (`dlbench.telemetry.nvml`, or a `FakeNvml` in tests).
 
-    def __init__(self, handle: Any, nvml: Any) -> None:
-        self.handle = handle
+    The GPU is found as the sampler finds it (`resolve_cuda_device`): by the UUID torch reported for the device,
+    else through CUDA_VISIBLE_DEVICES. A MIG instance is read through the GPU that holds it, whose temperature
+    is the one that matters (a MIG instance has none of its own in NVML).
+    """
+
+    def __init__(self, nvml: Any, match: Any) -> None:
         self.nvml = nvml
+        self.match = match
+        self.handle = match.handle
 
     @classmethod
     def open(cls, device: str, cuda_devices: list[dict[str, Any]] | None = None,
              nvml: Any = None) -> GpuThermometer | None:
-        """The thermometer for a torch device string (`cuda:N`), or None when NVML cannot read it."""
+        """The thermometer for a torch device string (`cuda:N`), or None when NVML cannot read it.
+
+        `cuda_devices`: the planner's facts per visible CUDA device (`DeviceFacts.cuda`, with torch's `uuid`).
+        `nvml`: an object whose `open()` returns an `Nvml`-like object (tests pass a `FakeNvml`); default: NVML.
+        """
         if not device.startswith("cuda"):
             return None
-        if nvml is None:
-            try:
-                import pynvml as nvml
-            except ImportError:
-                return None
+        from dlbench.telemetry.nvml import open_nvml, resolve_cuda_device
+
         try:
-            nvml.nvmlInit()
+            source = open_nvml() if nvml is None else nvml.open()
         except Exception:  # noqa: BLE001 - no NVIDIA driver (ROCm, a container without NVML)
             return None
         index = int(device.partition(":")[2] or 0)
+        devices = cuda_devices or []
+        uuid = devices[index].get("uuid") if index < len(devices) else None
         try:
-            handle = _handle_for(nvml, index, cuda_devices or [])
+            match = resolve_cuda_device(source, index, torch_uuid=uuid)
         except Exception:  # noqa: BLE001 - cannot map the torch device to an NVML device
+            match = None
+        if match is None or match.handle is None:
+            source.shutdown()
             return None
-        return cls(handle, nvml) if handle is not None else None
+        return cls(source, match)
 
     def close(self) -> None:
         try:
-            self.nvml.nvmlShutdown()
+            self.nvml.shutdown()
         except Exception:  # noqa: BLE001 - nothing to release
             pass
 
     def temperature_c(self) -> float | None:
         try:
-            return float(self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU))
+            return float(self.nvml.temperature_c(self.handle))
         except Exception:  # noqa: BLE001 - a sensor that cannot be read is unknown
             return None
-
-
-def _handle_for(nvml: Any, index: int, cuda_devices: list[dict[str, Any]]):
-    """NVML numbers GPUs by PCI order, torch by CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER: match by UUID
-    when the planner recorded it, else map through CUDA_VISIBLE_DEVICES, else use the same index."""
-    if index < len(cuda_devices) and cuda_devices[index].get("uuid"):
-        return nvml.nvmlDeviceGetHandleByUUID(cuda_devices[index]["uuid"])
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        entries = [v.strip() for v in visible.split(",") if v.strip()]
-        if index < len(entries):
-            entry = entries[index]
-            if entry.isdigit():
-                return nvml.nvmlDeviceGetHandleByIndex(int(entry))
-            return nvml.nvmlDeviceGetHandleByUUID(entry)
-        return None
-    return nvml.nvmlDeviceGetHandleByIndex(index)
 
 
 def wait_until_cool(thermometer: GpuThermometer | None, max_temp_c: float = DEFAULT_MAX_START_TEMP_C,

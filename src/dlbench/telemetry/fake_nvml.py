@@ -46,6 +46,7 @@ class FakeGpu:
     remapped_rows: dict[str, Any] | None = field(default_factory=lambda: {
         "corrected": 0, "uncorrected": 0, "pending": False, "failure": False})
     processes: list[GpuProcess] = field(default_factory=list)
+    mig_uuids: list[str] = field(default_factory=list)  # `MIG-...` of its MIG instances (empty: MIG off)
     reads: dict[str, int] = field(default_factory=dict)
 
     def read(self, key: str) -> Any:
@@ -116,6 +117,10 @@ class FakeNvml:
 
     def name(self, handle: FakeGpu) -> str:
         return handle.name
+
+    def mig_uuids(self, handle: FakeGpu) -> list[str]:
+        self._record("mig_uuids")
+        return list(handle.mig_uuids)
 
     def power_w(self, handle: FakeGpu) -> float:
         self._record("power_w")

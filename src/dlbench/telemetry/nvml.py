@@ -10,7 +10,10 @@ GPUs have no energy counter) and `NvmlError` for any other NVML failure; `open_n
 
 GPU identity: NVML numbers GPUs by PCI bus id, CUDA by default "fastest first", and `CUDA_VISIBLE_DEVICES`
 renumbers them again, so a CUDA index is never used as an NVML index. `resolve_cuda_device()` maps a CUDA
-device to its NVML handle by UUID.
+device to its NVML handle by UUID. Under MIG a CUDA device is a MIG instance whose UUID (`MIG-...` in NVML,
+bare hex from torch) is not a GPU's: it is found among the MIG devices of each GPU, and the match is the GPU
+that holds it, since temperature, power and clocks belong to the whole GPU (NVML does not report them per
+instance).
 """
 
 from __future__ import annotations
@@ -141,6 +144,23 @@ class Nvml:
     def name(self, handle: Any) -> str:
         return self._text(self._call("nvmlDeviceGetName", handle))
 
+    def mig_uuids(self, handle: Any) -> list[str]:
+        """UUIDs (`MIG-...`) of the MIG instances on this GPU; empty when MIG is off or not supported."""
+        try:
+            current, _pending = self._call("nvmlDeviceGetMigMode", handle)
+        except NotSupported:  # not a MIG-capable GPU, or a nvidia-ml-py without MIG calls
+            return []
+        if current != getattr(self._nv, "NVML_DEVICE_MIG_ENABLE", 1):
+            return []
+        out = []
+        for slot in range(int(self._call("nvmlDeviceGetMaxMigDeviceCount", handle))):
+            try:
+                mig = self._call("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            except NvmlError:  # NVML_ERROR_NOT_FOUND: an empty slot
+                continue
+            out.append(self.uuid(mig))
+        return out
+
     # -- cheap per-sample readings -----------------------------------------------------------------------
     # nvmlDeviceGetPowerUsage returns a 1-second average on Ampere (except GA100) and newer GPUs, instantaneous
     # power on older ones (NVML API reference). Sampling every 0.1 s wants the instantaneous figure, which newer
@@ -270,10 +290,12 @@ def open_nvml() -> Nvml:
 
 
 def normalize_uuid(uuid: str) -> str:
-    """`GPU-5A5C0E2B-...` (NVML), `5a5c0e2b-...` (torch's `_CUuuid`) → `5a5c0e2b...`: lower case, no `GPU-`
-    prefix, no dashes (so a grouping difference between the two spellings can never break a match)."""
+    """`GPU-5A5C0E2B-...` or `MIG-5A5C0E2B-...` (NVML), `5a5c0e2b-...` (torch's `_CUuuid`, which prints no
+    prefix for either kind) → `5a5c0e2b...`: lower case, no prefix, no dashes (so a grouping difference between
+    the spellings can never break a match). GPU and MIG UUIDs are distinct UUIDs, so dropping the prefix cannot
+    make one match the other."""
     text = str(uuid).strip().lower()
-    text = text[4:] if text.startswith("gpu-") else text
+    text = text[4:] if text.startswith(("gpu-", "mig-")) else text
     return text.replace("-", "")
 
 
@@ -285,6 +307,7 @@ class DeviceMatch:
     nvml_index: int | None
     uuid: str | None
     how: str  # "uuid" (torch's device UUID), "visible_devices" (CUDA_VISIBLE_DEVICES), or the failure reason
+    mig_uuid: str | None = None  # the MIG instance the CUDA device is; `handle` and `uuid` are its GPU's
 
 
 def _nvml_uuids(nvml: Nvml) -> list[str]:
@@ -298,6 +321,31 @@ def _match_prefix(candidate: str, uuids: list[str]) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
+def _match_mig(nvml: Nvml, candidate: str, exact: bool) -> tuple[int, str] | None:
+    """(index of the GPU, MIG UUID) for the one MIG instance whose UUID is `candidate` (or, unless `exact`,
+    starts with it), or None. GPUs without MIG (or that cannot tell) have no instances."""
+    want = normalize_uuid(candidate)
+    hits = []
+    for i in range(nvml.device_count()):
+        try:
+            found = nvml.mig_uuids(nvml.handle(i))
+        except NvmlError:  # this GPU cannot list its instances: it holds none we can find
+            continue
+        for mig in found:
+            text = normalize_uuid(mig)
+            if text == want or (not exact and text.startswith(want)):
+                hits.append((i, mig))
+    return hits[0] if len(hits) == 1 else None
+
+
+def _mig_match(nvml: Nvml, uuids: list[str], candidate: str, how: str, exact: bool) -> DeviceMatch | None:
+    hit = _match_mig(nvml, candidate, exact)
+    if hit is None:
+        return None
+    index, mig = hit
+    return DeviceMatch(nvml.handle(index), index, uuids[index], how, mig_uuid=mig)
+
+
 def resolve_cuda_device(
     nvml: Nvml,
     cuda_index: int,
@@ -306,9 +354,11 @@ def resolve_cuda_device(
 ) -> DeviceMatch:
     """Find the NVML device for CUDA device `cuda_index` (the index a process sees, after CUDA_VISIBLE_DEVICES).
 
-    1. With the device's UUID from torch (`torch.cuda.get_device_properties(i).uuid`), match it exactly.
-    2. Else read `CUDA_VISIBLE_DEVICES`: a UUID entry (or unique prefix) is matched by UUID; an integer entry
-       is an NVML index only when `CUDA_DEVICE_ORDER=PCI_BUS_ID` (CUDA's default order is fastest first).
+    1. With the device's UUID from torch (`torch.cuda.get_device_properties(i).uuid`), match it exactly: a
+       GPU's UUID, or a MIG instance's (the match is then the GPU holding it, with `mig_uuid` set).
+    2. Else read `CUDA_VISIBLE_DEVICES`: a UUID entry (or unique prefix) is matched by UUID; `MIG-<uuid>` among
+       the MIG instances, the older `MIG-GPU-<gpu uuid>/<gi>/<ci>` by its GPU's UUID; an integer entry is an
+       NVML index only when `CUDA_DEVICE_ORDER=PCI_BUS_ID` (CUDA's default order is fastest first).
     3. Else, when NVML sees exactly one GPU, that is it. Otherwise no match, with the reason.
     """
     env = os.environ if environ is None else environ
@@ -318,6 +368,9 @@ def resolve_cuda_device(
         for i, u in enumerate(uuids):
             if normalize_uuid(u) == want:
                 return DeviceMatch(nvml.handle(i), i, u, "uuid")
+        match = _mig_match(nvml, uuids, torch_uuid, "mig_uuid", exact=True)
+        if match is not None:
+            return match
         return DeviceMatch(None, None, None, f"no NVML device has the UUID of cuda:{cuda_index} ({torch_uuid})")
 
     visible = env.get("CUDA_VISIBLE_DEVICES")
@@ -327,7 +380,18 @@ def resolve_cuda_device(
             return DeviceMatch(None, None, None,
                                f"cuda:{cuda_index} is not among CUDA_VISIBLE_DEVICES={visible!r}")
         entry = entries[cuda_index]
-        if entry.lower().startswith(("gpu-", "mig-")):
+        if entry.lower().startswith("mig-gpu-"):  # MIG-GPU-<gpu uuid>/<gi>/<ci> (drivers before R470)
+            idx = _match_prefix(entry[4:].partition("/")[0], uuids)
+            if idx is None:
+                return DeviceMatch(None, None, None, f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no single GPU")
+            return DeviceMatch(nvml.handle(idx), idx, uuids[idx], "visible_devices", mig_uuid=entry)
+        if entry.lower().startswith("mig-"):
+            match = _mig_match(nvml, uuids, entry, "visible_devices", exact=False)
+            if match is None:
+                return DeviceMatch(None, None, None,
+                                   f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no single MIG instance")
+            return match
+        if entry.lower().startswith("gpu-"):
             idx = _match_prefix(entry, uuids)
             if idx is None:
                 return DeviceMatch(None, None, None, f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no single GPU")

@@ -184,6 +184,8 @@ class NvmlSampler:
         block["gpu"] = {"name": self._static.get("name"), "uuid": self.match.uuid,
                         "nvml_index": self.match.nvml_index, "cuda_index": self.cuda_index,
                         "matched_by": self.match.how}
+        if self.match.mig_uuid:  # readings are the whole GPU's, which other MIG instances may share
+            block["gpu"]["mig_uuid"] = self.match.mig_uuid
         block["other_processes"] = sorted(self._processes)
         if self._errors:
             block["sampling_errors"] = self._errors[:5]
