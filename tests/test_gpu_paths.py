@@ -112,22 +112,38 @@ def test_out_of_memory_is_recognised_however_it_arrives():
     assert not is_oom(ValueError("out of memory"))  # not a torch runtime failure
 
 
-def test_worker_creates_the_sampler_after_importing_torch():
-    """The sampler picks AMD SMI over NVML by `torch.version.hip` of an already imported torch (it imports
-    nothing itself), so the worker must import torch first or a ROCm GPU gets no telemetry."""
-    script = (
-        "import sys\n"
-        "import dlbench.runner.worker as w\n"
-        "from dlbench.runner.config import RunConfig\n"
-        "seen = []\n"
-        "w.create_sampler = lambda device: (seen.append('torch' in sys.modules), (None, 'test'))[1]\n"
-        "outcome = w.run_config(RunConfig('no-such-workload', device='cpu'), w.ProgressPipe(None))\n"
-        "print(seen, outcome['status'])\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
-                         check=True).stdout
-    assert out.strip().splitlines()[-1] == "[True] error"
+_SAMPLER_CHOICE = """
+import sys
+assert "torch" not in sys.modules
+import dlbench.telemetry.amd as amd
+from dlbench.runner.distributed import DistEnv, rank_sampler
+from dlbench.telemetry.sampler import create_sampler
+
+amd.create_amd_sampler = lambda index, interval_s: f"amd:{index}"
+single = create_sampler("cuda:1")
+env = DistEnv(rank=3, world_size=4, local_rank=1, local_world_size=2, group_rank=1, master_addr="a",
+              master_port=1, run_id="t")
+sampler, _reason = rank_sampler(env, "cuda")
+for chosen in (single, sampler):
+    print(chosen if isinstance(chosen, str) else "nvml: " + str(getattr(chosen, "reason", "sampling")))
+"""
+
+
+@pytest.mark.parametrize("hip", ["6.3", None])
+def test_sampler_factory_tells_rocm_from_cuda_without_torch_imported_first(tmp_path, hip):
+    """The worker, a rank of a `--gpus N` group (rank_worker) and a torchrun rank (joined) all create their
+    sampler through `create_sampler`; it imports torch itself to read `torch.version.hip`, so a ROCm GPU gets
+    AMD SMI whatever was imported before (a stub torch stands in for a ROCm or CUDA build)."""
+    stub = tmp_path / "stub" / "torch"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(f"class version:\n    hip = {hip!r}\n    cuda = None\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stub.parent), str(ROOT / "src")])}
+    out = subprocess.run([sys.executable, "-c", _SAMPLER_CHOICE], capture_output=True, text=True, env=env,
+                         check=True).stdout.splitlines()
+    if hip:
+        assert out == ["amd:1", "amd:1"]  # cuda:1, and the rank with LOCAL_RANK 1
+    else:
+        assert all(line.startswith("nvml:") for line in out) and len(out) == 2
 
 
 # --- the H100 plan's fail-fast tools ----------------------------------------------------------------------

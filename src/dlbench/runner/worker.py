@@ -128,8 +128,6 @@ def oom_message(config) -> str:
 
 def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
     """Measure `config` in this process and classify the outcome (never raises for a failed measurement)."""
-    import torch  # noqa: F401 - before the sampler: it tells ROCm from CUDA by an already imported torch
-
     from dlbench.runner.measure import measure
 
     sampler, telemetry_reason = create_sampler(config.device)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -319,6 +318,10 @@ def create_sampler(device: str, interval_s: float = DEFAULT_INTERVAL_S, nvml: An
     `nvml`: an object with `open()` returning an `Nvml`-like object (tests pass a `FakeNvml`); default: the real
     NVML. `uuid_of(cuda_index)`: the device UUID (default: from torch). Where nothing can be sampled the
     result is an `UnavailableSampler` whose `stop()` gives `{"available": False, "reason": ...}`.
+
+    A GPU device under a ROCm build of torch is sampled through AMD SMI instead of NVML (unless `nvml` is given):
+    for a GPU device this imports torch to ask, so call it only where torch is about to be used anyway (the
+    worker processes: one per configuration, every rank of a group).
     """
     try:
         return _create(device, interval_s, nvml, uuid_of)
@@ -336,7 +339,7 @@ def _create(device: str, interval_s: float, nvml: Any, uuid_of: Callable[[int], 
     if not m:
         return UnavailableSampler(f"no GPU sensors for device {device!r}")
     index = int(m.group(2) or 0)
-    if _is_rocm():
+    if nvml is None and _is_rocm():
         from dlbench.telemetry.amd import create_amd_sampler
 
         return create_amd_sampler(index, interval_s)
@@ -358,9 +361,13 @@ def _create(device: str, interval_s: float, nvml: Any, uuid_of: Callable[[int], 
 
 
 def _is_rocm() -> bool:
-    """True in a ROCm build of torch (only looked at when torch is already imported: nothing imported here)."""
-    torch = sys.modules.get("torch")
-    return bool(torch is not None and getattr(getattr(torch, "version", None), "hip", None))
+    """True in a ROCm build of torch (`torch.version.hip`). Imports torch if no one has yet, so that the answer
+    never depends on whether the caller happened to import torch first; without torch, False."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(getattr(getattr(torch, "version", None), "hip", None))
 
 
 __all__ = ["create_sampler", "NvmlSampler", "UnavailableSampler", "summarize", "unavailable", "SERIES_KEYS",
