@@ -6,7 +6,9 @@ Each fails in `make_inputs`, which `measure()` calls in the worker process befor
   `DLBENCH_FAULT_PIDFILE`, if set, so a test can check that it was killed;
 - `fault-crash`: `os.abort()` (SIGABRT), a crash without any Python exception;
 - `fault-oom-above`: the tiny ResNet, but batches larger than `DLBENCH_FAULT_MAX_BATCH` (default 12) raise
-  OOM, for `--batch-size auto`.
+  OOM, for `--batch-size auto`;
+- `fault-error-above`: the same, but the larger batches fail with cuDNN's CUDNN_STATUS_NOT_SUPPORTED (not a
+  memory error), as some convolutions do past a batch size.
 """
 
 from __future__ import annotations
@@ -59,10 +61,18 @@ class OomAbove(_Fault):
             Oom.fault(self, batch_size)
 
 
+class ErrorAbove(_Fault):
+    def fault(self, batch_size: int) -> None:
+        if batch_size > int(os.environ.get("DLBENCH_FAULT_MAX_BATCH", "12")):
+            raise RuntimeError("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in "
+                               "a non-contiguous input.")
+
+
 register(Oom("fault-oom"))
 register(Hang("fault-hang"))
 register(Crash("fault-crash"))
 register(OomAbove("fault-oom-above"))
+register(ErrorAbove("fault-error-above"))
 
 
 def processes_with_env(name: str, value: str) -> list[int]:

@@ -97,6 +97,31 @@ def test_batch_size_auto_probes_in_child_processes(plugins, monkeypatch):
     assert [(p["batch_size"], p["status"]) for p in search["probes"]] == [(2, "ok"), (4, "oom"), (3, "oom")]
 
 
+def test_batch_size_auto_searches_below_a_large_size_that_fails_otherwise(plugins, monkeypatch):
+    """A failure other than OOM above a size that trained bounds the search (and a warning says so); when the
+    first probe fails, the configuration reports that error."""
+    monkeypatch.setenv("DLBENCH_FAULT_MAX_BATCH", "2")
+    plan = Plan(device="cpu", items=[
+        PlannedConfig(tiny("fault-error-above", batch_size=2), auto_batch=True, timeout_s=120, unit="images"),
+        PlannedConfig(tiny("fault-error-above", batch_size=4), auto_batch=True, timeout_s=120, unit="images"),
+    ])
+    bounded, failed = run_sweep(plan).results
+    assert bounded["status"] == "ok" and bounded["batch_size"] == 2 and bounded["samples_per_s"] > 0
+    search = bounded["batch_size_search"]
+    assert [(p["batch_size"], p["status"]) for p in search["probes"]] == [(2, "ok"), (4, "error"), (3, "error")]
+    assert search["largest_ok"] == 2 and search["smallest_failed"] == 3
+    cudnn = "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear"
+    assert search["notes"][0].startswith(f"bs 4 failed: {cudnn}") and search["notes"][0].endswith(
+        "; searched below it")
+    assert search["notes"][1].startswith("bs 3 failed: ")
+    assert [w for w in bounded["warnings"] if w.startswith("--batch-size auto: bs ")] == [
+        f"--batch-size auto: {note}" for note in search["notes"]]
+
+    assert failed["status"] == "error" and failed["samples_per_s"] is None
+    assert failed["error"].startswith(f"batch size search stopped at batch size 4: {cudnn}")
+    assert failed["batch_size_search"]["notes"] == []
+
+
 def _fake_probe(limit: int, calls: list[int]):
     def run_probe(config: RunConfig, timeout_s: float) -> dict:
         calls.append(config.batch_size)
@@ -137,5 +162,9 @@ def test_batch_search_when_nothing_fits_or_a_probe_fails():
         return {"status": "ok", "error": None}
 
     search = find_batch_size(tiny("resnet50", batch_size=8), 60, run_probe=broken)
+    assert search.batch_size == 8 and search.status == "ok" and search.error is None
+    assert search.notes[0] == "bs 16 failed: timed out after 60 s; searched below it"
+    assert [p["batch_size"] for p in search.probes] == [8, 16, 12, 10, 9]
+    search = find_batch_size(tiny("resnet50", batch_size=16), 60, run_probe=broken)
     assert search.batch_size is None and search.status == "timeout"
-    assert "batch size 16" in search.error
+    assert "batch size 16" in search.error and search.notes == []

@@ -6,9 +6,12 @@ Starting from the workload's default batch size, the search doubles while probes
 the largest batch that trained and the smallest that ran out of memory. Each probe is the configuration itself
 (same precision and compile mode, since both change memory use) with one warm-up step and two measured steps,
 in its own worker process, so that memory left over from one probe cannot decide the next. A probe that runs
-out of device memory (status `oom`, or a worker killed by SIGKILL: the host's OOM killer) means "too big"; any
-other failure stops the search and becomes the configuration's status. The search is recorded in the result as
-`batch_size_search`.
+out of device memory (status `oom`, or a worker killed by SIGKILL: the host's OOM killer) means "too big". Any
+other failure above a size that already trained is also an upper bound (some failures only large batches
+reach: a cuDNN CUDNN_STATUS_NOT_SUPPORTED, an int32 indexing limit, a probe past the time limit), so the
+search goes on below it and says so in `notes` ("bs 2048 failed: <error>; searched below it"), which the sweep
+adds to the result's warnings. A failure of the first probe, with nothing trained yet, stops the search and
+becomes the configuration's status. The search is recorded in the result as `batch_size_search`.
 
 Bisection stops once the gap between the largest batch that trained and the smallest that did not is within
 `RESOLUTION` of the former (each probe is a fresh process, on a GPU 15-20 s or minutes with a cold compile, and
@@ -44,17 +47,24 @@ class BatchSearch:
     error: str | None = None
     probes: list[dict[str, Any]] = field(default_factory=list)
     max_batch_size: int = MAX_BATCH_SIZE
+    notes: list[str] = field(default_factory=list)  # failures other than memory that bounded the search
 
     def info(self) -> dict[str, Any]:
-        return {"method": "doubling then bisection", "resolution": RESOLUTION, "start": self.start, "largest_ok": self.batch_size,
-                "smallest_failed": self.smallest_failed, "max_batch_size": self.max_batch_size,
-                "probe_steps": PROBE_STEPS, "probes": list(self.probes)}
+        return {"method": "doubling then bisection", "resolution": RESOLUTION, "start": self.start,
+                "largest_ok": self.batch_size, "smallest_failed": self.smallest_failed,
+                "max_batch_size": self.max_batch_size, "probe_steps": PROBE_STEPS, "probes": list(self.probes),
+                "notes": list(self.notes)}
 
 
 def _too_big(outcome: dict[str, Any]) -> bool:
     if outcome["status"] == "oom":
         return True
     return outcome["status"] == "error" and "SIGKILL" in (outcome.get("error") or "")
+
+
+def _first_line(outcome: dict[str, Any]) -> str:
+    lines = (outcome.get("error") or "").strip().splitlines()
+    return lines[0] if lines else outcome["status"]
 
 
 def _midpoint(good: int, bad: int) -> int:
@@ -94,6 +104,12 @@ def find_batch_size(config: RunConfig, timeout_s: float, observer=None, start: i
             good = candidate
         elif _too_big(outcome):
             bad = candidate
+        elif good:
+            bad = candidate
+            note = f"bs {candidate} failed: {_first_line(outcome)}; searched below it"
+            search.notes.append(note)
+            if observer is not None:
+                observer.status(f"batch size search: {note}")
         else:
             search.status, search.error = outcome["status"], (
                 f"batch size search stopped at batch size {candidate}: {outcome.get('error')}")

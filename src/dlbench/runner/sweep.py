@@ -260,6 +260,7 @@ def run_sweep(plan: Plan, observer: SweepObserver | None = None,
                 if item.skip_reason:
                     result = make_result(config, "skipped", item.skip_reason, extra=extra)
                 else:
+                    search_notes: list[str] = []
                     if item.auto_batch:
                         search = find_batch_size(config, item.timeout_s, observer)
                         extra["batch_size_search"] = search.info()
@@ -268,8 +269,11 @@ def run_sweep(plan: Plan, observer: SweepObserver | None = None,
                             _finish(outcome, observer, on_result, index, result)
                             continue
                         config = replace(config, batch_size=search.batch_size)
+                        search_notes = [f"--batch-size auto: {note}" for note in search.notes]
                     result = _measure_one(config, item.timeout_s, observer, thermometer, max_start_temp_c,
                                           max_wait_s, extra)
+                    if search_notes:
+                        result["warnings"] = [*result.get("warnings", []), *search_notes]
                 _finish(outcome, observer, on_result, index, result)
     except Interrupted as exc:
         outcome.interrupted = exc
