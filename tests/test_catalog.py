@@ -221,6 +221,47 @@ def test_unknown_names_give_none_and_close_matches():
     assert "RTX 4090" in close_matches("rtx 4900")
 
 
+H100S = ["H100 PCIe 80GB", "H100 SXM5 80GB", "H100 NVL"]
+A100S = ["A100 PCIe 40GB", "A100 SXM4 40GB", "A100 PCIe 80GB", "A100 SXM4 80GB"]
+
+
+@pytest.mark.parametrize(("typed", "first"), [
+    ("H1OO", H100S),  # letter O for zero
+    ("h1oo", H100S),
+    ("a1000", A100S),  # one digit too many
+    ("A1OO", A100S),
+    ("V1OO", ["V100 PCIe 16GB", "V100 SXM2 16GB"]),
+    ("rtx 4900", ["RTX 4090"]),  # swapped digits: the swap ranks above other one-digit differences
+    ("RTX 4091", ["RTX 4090"]),
+    ("h100", H100S + ["H200 SXM 141GB"]),  # then the same family (H200) before another letter (V100)
+])
+def test_typos_get_close_matches_best_first(typed, first):
+    assert lookup(typed) is None
+    assert close_matches(typed)[:len(first)] == first
+
+
+@pytest.mark.parametrize(("typed", "only"), [
+    ("rtx4090", ["RTX 4090"]), ("GeForce RTX-4090 ", ["RTX 4090"]), ("B2OO", ["B200"]), ("MI3OOX", ["MI300X"]),
+    ("rtx pro 6ooo", ["RTX PRO 6000 Blackwell"]), ("RTX 4O60 Ti", ["RTX 4060 Ti 8GB", "RTX 4060 Ti 16GB"]),
+])
+def test_a_name_equal_but_for_spelling_is_the_only_suggestion(typed, only):
+    assert close_matches(typed) == only
+
+
+def test_resolve_typos_suggest_and_exact_or_ambiguous_names_still_behave():
+    with pytest.raises(BadInput, match=r"^unknown GPU 'H1OO'; close matches: H100 PCIe 80GB, H100 SXM5 80GB, H100 NVL"):
+        resolve("H1OO")
+    with pytest.raises(BadInput, match=r"^unknown GPU 'a1000'; close matches: A100 PCIe 40GB, A100 SXM4 40GB"):
+        resolve("a1000")
+    with pytest.raises(BadInput, match=r"^unknown GPU 'rtx4090'; close matches: RTX 4090$"):
+        resolve("rtx4090")
+    assert resolve("rtx-4090").name == "RTX 4090" and resolve("h100 sxm").name == "H100 SXM5 80GB"
+    assert resolve("NVIDIA A100-SXM4-80GB").name == "A100 SXM4 80GB"
+    with pytest.raises(BadInput, match=r"'rtx 4060 ti' matches several GPUs: RTX 4060 Ti 8GB, RTX 4060 Ti 16GB"):
+        resolve("rtx 4060 ti")
+    assert close_matches("xyzzy") == [] and close_matches("  ") == []
+
+
 def test_normalize_ignores_order_and_vendor_words():
     assert normalize("NVIDIA A100-SXM4-80GB") == normalize("A100 80 GB SXM4")
     assert normalize("H100 PCIe") != normalize("H100 SXM5")

@@ -83,11 +83,6 @@ def _index(specs: tuple[GpuSpec, ...], key) -> dict[str, tuple[str, ...]]:
     return {k: tuple(names) for k, names in index.items()}
 
 
-@lru_cache(maxsize=1)
-def _compact_index() -> dict[str, tuple[str, ...]]:
-    return _index(_catalogue()[0], compact)
-
-
 def all_gpus() -> list[GpuSpec]:
     """Every GPU in the catalogue, in file order (by vendor, then roughly by generation)."""
     return list(_catalogue()[0])
@@ -146,30 +141,71 @@ def canonical_name(device_name: str, memory_bytes: int | None = None) -> str | N
     return spec.name if spec else None
 
 
+# How alike (difflib's ratio) a typed name and a model name must be to be offered: "rtx 4900" ~ "rtx4090" (0.86),
+# "a1000" ~ "a100" (0.89) and "h100" ~ "h200" (0.75) are; "a1000" ~ "mi100" (0.6) is not.
+_CLOSE_CUTOFF = 0.75
+_MEMORY_WORD = re.compile(r"^\d+gb$")
+
+
+def _fold(key: str) -> str:
+    """The letter O where the digit 0 was meant ("H1OO", "MI3OOX"): every "o" reads as "0". Applied to both
+    sides of a comparison, so a real "o" ("pro") still matches itself."""
+    return key.replace("o", "0")
+
+
+@lru_cache(maxsize=1)
+def _match_keys() -> dict[str, tuple[frozenset[str], tuple[frozenset[str], ...], frozenset[str]]]:
+    """Per canonical name: (compact keys, word sets, model-number keys) over its name and aliases, O/0 folded.
+    Model-number keys are the words with a digit that are not a memory size ("a100", "4090", "mi300x")."""
+    out = {}
+    for spec in _catalogue()[0]:
+        labels = (spec.name, *spec.aliases)
+        compacts = frozenset(_fold(compact(label)) for label in labels)
+        word_sets = tuple(frozenset(_fold(w) for w in normalize(label).split()) for label in labels)
+        models = frozenset(w for words in word_sets for w in words
+                           if any(c.isdigit() for c in w) and not _MEMORY_WORD.match(w))
+        out[spec.name] = (compacts, word_sets, compacts | models)
+    return out
+
+
 def close_matches(device_name: str, limit: int = 5) -> list[str]:
     """Canonical names that `device_name` resembles, best first (for "did you mean" messages).
 
-    Names equal to the query but for spacing ("RTX4090") come first, then GPUs sharing every word of the
-    query (so "H100" lists every H100), then difflib's close matches over all names and aliases.
+    Case, spacing, dashes, vendor words and the letter O typed for a zero are forgiven. A name equal to the
+    query but for those ("RTX4090", "B2OO") is the only suggestion; otherwise GPUs with every word of the query
+    come first (so "H100" lists every H100), then names difflib finds close to the query or to its model number
+    ("a1000" → the A100s), most alike first; among equally alike names, swapped characters ("4900" → "4090")
+    and then a longer common start ("h100" → "h200" before "v100") rank higher.
     """
-    import difflib
+    import os.path
+    from difflib import SequenceMatcher
 
-    specs, _, index = _catalogue()
+    def alike_score(q: str, key: str) -> tuple[float, bool, int]:
+        return (round(SequenceMatcher(None, q, key).ratio(), 3), sorted(q) == sorted(key),
+                len(os.path.commonprefix([q, key])))
+
     query = normalize(device_name)
     if not query:
         return []
-    words = set(query.split())
-    result: list[str] = list(index.get(query, ())) + [
-        name for name in _compact_index().get(compact(device_name), ()) if name not in index.get(query, ())]
-    for spec in specs:
-        labels = (spec.name, *spec.aliases)
-        if any(words <= set(normalize(label).split()) for label in labels) and spec.name not in result:
-            result.append(spec.name)
-    for key in difflib.get_close_matches(query, list(index), n=limit * 2, cutoff=0.6):
-        for name in index[key]:
-            if name not in result:
-                result.append(name)
-    return result[:limit]
+    q_compact = _fold(compact(device_name))
+    q_words = frozenset(_fold(w) for w in query.split())
+    q_keys = {q_compact, *(w for w in q_words if any(c.isdigit() for c in w) and not _MEMORY_WORD.match(w))}
+    same: list[str] = []
+    containing: list[str] = []
+    alike: dict[str, tuple[float, bool, int]] = {}
+    for name, (compacts, word_sets, fuzzy_keys) in _match_keys().items():
+        if q_compact in compacts:
+            same.append(name)
+        elif any(q_words <= words for words in word_sets):
+            containing.append(name)
+        else:
+            best = max(alike_score(q, key) for q in q_keys for key in fuzzy_keys)
+            if best[0] >= _CLOSE_CUTOFF:
+                alike[name] = best
+    if same:
+        return same[:limit]
+    ranked = sorted(alike, key=lambda n: alike[n], reverse=True)  # stable: ties stay in catalogue order
+    return (containing + ranked)[:limit]
 
 
 def peak_flops_per_s(spec: GpuSpec | str, precision: str) -> float | None:
