@@ -232,6 +232,24 @@ def test_each_gpu_of_a_data_parallel_node_is_named():
     assert [g["gpu"] for g in rows_by_host(fleet_report(docs))["dgx5"]["gpus"]][2] == "GPU 2"
 
 
+def test_gpus_of_a_two_node_group_are_named_as_everywhere_else():
+    """Fleet rows name a group's GPUs with `analysis.energy.gpu_label` (the one naming `results show` and
+    `doctor` use): the second node's GPUs carry their rank, and no host is repeated when the row is the run's."""
+    from dlbench.analysis.energy import gpu_label
+
+    blocks = [{**gpu_block(i % 2, "nodeA" if i < 2 else "nodeB"), "rank": i} for i in range(4)]
+    doc = make_document([make_result(world_size=4, step_time_s=STEP_S, noise_s=STEP_S * 0.01, seed=1,
+                                     telemetry={**tel(), "num_gpus": 4, "per_gpu": blocks})],
+                        env=environment(hostname="nodeA", gpu_count=2))
+    (row,) = [row for group in fleet_report([doc])["groups"] for row in group["rows"]]
+    assert [g["gpu"] for g in row["gpus"]] == ["GPU 0", "GPU 1", "GPU 0 on nodeB (rank 2)",
+                                               "GPU 1 on nodeB (rank 3)"]
+    assert [g["gpu"] for g in row["gpus"]] == [gpu_label(b, home_host="nodeA") for b in blocks]
+    assert gpu_label(blocks[2]) == "GPU 0 on nodeB (rank 2)" and gpu_label(blocks[0]) == "GPU 0 on nodeA"
+    assert gpu_label({"rank": None}, position=5) == "rank 5"
+    assert gpu_label({"rank": 1, "gpu": {"cuda_index": 1}}) == "GPU 1"
+
+
 def test_one_gpu_runs_on_each_device_name_the_gpu():
     # Each node measured each of its 2 GPUs on its own (the Slurm example's loop); node2's cuda:1 is slow.
     docs = []

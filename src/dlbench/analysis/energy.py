@@ -111,14 +111,22 @@ def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
     return out
 
 
-def gpu_label(gpu: dict[str, Any]) -> str:
+def gpu_label(gpu: dict[str, Any], home_host: str | None = None, position: int | None = None) -> str:
     """How a GPU of a group is named to the user: `GPU 3 on nodeA`, plus `(rank 11)` where the rank differs
-    from the device index (every node after the first)."""
+    from the device index (every node after the first).
+
+    The index is the block's `device_index`, else its sampler's `gpu.cuda_index` (a group block written before
+    blocks carried their identity), else the GPU is named by its rank (`position` in the group when even that
+    is missing). `home_host`: the host of the run being shown ("a+b" for several), whose GPUs need no
+    "on <host>".
+    """
     index, host, rank = gpu.get("device_index"), gpu.get("hostname"), gpu.get("rank")
     if index is None:
-        return f"rank {rank}" + (f" on {host}" if host else "")
-    label = f"GPU {index}" + (f" on {host}" if host else "")
-    return label + (f" (rank {rank})" if rank is not None and rank != index else "")
+        index = (gpu.get("gpu") or {}).get("cuda_index")
+    where = f" on {host}" if host and not (home_host and host in home_host.split("+")) else ""
+    if index is None:
+        return f"rank {rank if rank is not None else position}{where}"
+    return f"GPU {index}{where}" + (f" (rank {rank})" if rank is not None and rank != index else "")
 
 
 def _device_index(block: dict[str, Any], rank: dict[str, Any]) -> int | None:

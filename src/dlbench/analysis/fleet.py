@@ -34,7 +34,7 @@ from typing import Any
 from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
-from dlbench.analysis.energy import usable
+from dlbench.analysis.energy import gpu_label, usable
 from dlbench.analysis.ranking import canonical_gpu, result_gpu
 
 # dlbench's choice: same-model GPUs running the same software usually sit within a few percent of each other
@@ -370,23 +370,12 @@ def _per_gpu_blocks(tel: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [g for g in tel["per_gpu"] if isinstance(g, dict)]
 
 
-def _gpu_label(block: dict[str, Any], position: int, host: str | None = None) -> str:
-    """How one GPU of a data-parallel run is named: `GPU 3`, with its host when it is not the run's."""
-    index = block.get("device_index")
-    if index is None:
-        index = (block.get("gpu") or {}).get("cuda_index")
-    label = f"GPU {index}" if index is not None else f"rank {block.get('rank', position)}"
-    other = block.get("hostname")
-    return f"{label} on {other}" if other and host and other not in host.split("+") else label
-
-
 def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], threshold: float
              ) -> tuple[list, list]:
     """Each GPU of a data-parallel result (from `telemetry.per_gpu`) with its figures and causes, and all those
     causes (each naming its GPU under `gpu`) for the result's own list. Empty without per-GPU telemetry.
 
-    A GPU is named by its `device_index` (as branch ddptel's `combine_ranks` records it), else its sampler's
-    `gpu.cuda_index`, else its rank."""
+    A GPU is named by `analysis.energy.gpu_label`, without the host when it is the run's own."""
     blocks = _per_gpu_blocks(r.get("telemetry"))
     if not blocks:
         return [], []
@@ -394,7 +383,7 @@ def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], thres
              if usable(g) and g.get("sm_clock_mean_mhz")]
     gpus, row_causes = [], []
     for i, g in enumerate(blocks):
-        name = _gpu_label(g, i, host)
+        name = gpu_label(g, home_host=host, position=i)
         one = {"world_size": r.get("world_size"), "batch_size": r.get("batch_size"), "telemetry": g}
         causes = _from_findings(telemetry_findings(one), g) if usable(g) else []
         if usable(g):
