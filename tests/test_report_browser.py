@@ -132,3 +132,47 @@ def test_narrow_window_shows_every_result_without_sideways_scrolling(browser, sa
     assert layout["status_right"] and max(layout["status_right"]) <= width
     assert layout["page"] <= width  # nothing sticks out of the page
     assert min(layout["fact_widths"]) > width * 0.6  # one card per line
+
+
+FLEET_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const out = {
+    viewport: window.innerWidth,
+    page: document.documentElement.scrollWidth,
+    cells_right: Array.from(document.querySelectorAll("#fleet table.fleet td")).map(
+      el => el.getBoundingClientRect().right),
+    cause_widths: Array.from(document.querySelectorAll("#fleet table.fleet td.cause")).map(
+      el => el.getBoundingClientRect().width),
+    charts: Array.from(document.querySelectorAll("#fleet img")).map(img => img.naturalWidth),
+    facts: document.querySelectorAll(".fact").length,
+  };
+  const pre = document.createElement("pre");
+  pre.id = "dlbench-fleet-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def test_fleet_section_on_a_phone(browser, tmp_path):
+    # A fleet report at 420 px: the fleet chart loads and each host is a card whose cause reads across the screen
+    # (in a six-column table it was a sliver of a column).
+    from dlbench.report.html import write_report
+    from fleet_docs import six_nodes
+
+    index = write_report(six_nodes(), tmp_path / "fleet")
+    check = index.parent / "fleet-check.html"
+    check.write_text(index.read_text(encoding="utf-8").replace("</body>", FLEET_CHECK + "</body>"), encoding="utf-8")
+    proc = _chromium(browser, tmp_path / "profile", "--window-size=420,3000", "--virtual-time-budget=10000",
+                     "--dump-dom", check.as_uri())
+    match = re.search(r'<pre id="dlbench-fleet-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"no fleet report in the DOM (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    layout = json.loads(htmllib.unescape(match.group(1)))
+    width = layout["viewport"]
+    assert layout["charts"] and min(layout["charts"]) > 0
+    assert len(layout["cells_right"]) == 6 * 6 and max(layout["cells_right"]) <= width
+    assert layout["page"] <= width
+    assert max(layout["cause_widths"]) > width * 0.7
+    assert layout["facts"] == 4  # six runs: summed up, not eighteen cards

@@ -462,3 +462,9 @@ def _main_cause(row: dict[str, Any]) -> str | None:
     if distinct:
         return cause_text(distinct[0])
     return None if row["telemetry"] else "no telemetry"
+
+
+def main_cause(row: dict[str, Any]) -> str | None:
+    """The cause the summary line names for a row of a group (a failure's error, else the first cause that is not
+    fleet-wide, else `no telemetry`), for displays that label one row at a time: the HTML report's fleet chart."""
+    return _main_cause(row)

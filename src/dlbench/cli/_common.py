@@ -15,6 +15,9 @@ from dlbench.errors import BadInput
 JSON_HELP = "Print machine-readable JSON on stdout instead of a table."
 SINCE_HELP = ("Only runs created at or after this date or time (ISO 8601, UTC unless a zone is given), or this "
               "long ago: 30m, 12h, 7d, 2w.")
+HOST_HELP = ("Only runs on a host whose name matches this glob (case-insensitive), e.g. 'node0*'; repeat the option "
+             "for several.")
+GPU_FILTER_HELP = "Only runs on a GPU whose name contains this text (case-insensitive), e.g. H100."
 DB_HELP = "Database URL (any SQLAlchemy URL). Default: $DLBENCH_DB, else SQLite in the dlbench data directory."
 
 

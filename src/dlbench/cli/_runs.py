@@ -44,3 +44,52 @@ def load_runs(refs: list[str], db: str | None = None) -> list[dict[str, Any]]:
             store = open_store(db)
         docs.append(load_run(ref, db, store))
     return docs
+
+
+def load_documents(refs: list[str], db: str | None, since: Any, gpu: str | None) -> tuple[list[dict], str]:
+    """The documents the references name (run ids, JSON files, folders of JSON files), or every stored run
+    (narrowed by `since` and `gpu` in the query); and where they came from, for messages."""
+    from dlbench.store import open_store
+    from dlbench.store.documents import load_document
+
+    store = None
+    try:
+        if not refs:
+            store = open_store(db)
+            listed = store.list_runs(gpu=gpu, since=since)
+            return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
+        docs: list[dict] = []
+        for ref in refs:
+            if not ref.strip():
+                raise BadInput("an empty run reference was given (use . for the current folder)")
+            path = Path(ref)
+            if path.is_dir():
+                files = sorted(p for p in path.glob("*.json") if p.is_file())
+                if not files:
+                    raise BadInput(f"{ref}: no result files (*.json) in this folder")
+                docs += [load_document(f) for f in files]
+                continue
+            if not is_path_ref(ref) and store is None:
+                store = open_store(db)
+            docs.append(load_run(ref, db, store))
+        return docs, "the runs given"
+    finally:
+        if store is not None:
+            store.close()
+
+
+def select_runs(refs: list[str], db: str | None, since: str | None = None, hosts: list[str] | None = None,
+                gpu: str | None = None) -> list[dict[str, Any]]:
+    """The runs `dlbench fleet` and `dlbench report` work on: those the references name (every stored run when
+    there are none), each once, narrowed by `--since`, `--host` globs and `--gpu`; BadInput when none is left."""
+    from dlbench.analysis.fleet import select_documents
+    from dlbench.cli._common import parse_since
+
+    since_dt = parse_since(since)
+    docs, where = load_documents(refs, db, since_dt, gpu)
+    selected = select_documents(docs, since=since_dt, hosts=hosts or [], gpu=gpu)
+    if not selected:
+        filters = [f"--{name} {value}" for name, value in (("since", since), ("gpu", gpu)) if value]
+        filters += [f"--host {h}" for h in hosts or []]
+        raise BadInput(f"no runs match{' ' + ' '.join(filters) if filters else ''} (in {where})")
+    return selected

@@ -12,21 +12,22 @@ Exit code: 0 when no node is flagged, 1 when one is (slow, or failed where its p
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
 
 from dlbench.analysis.fleet import DEFAULT_THRESHOLD_PCT, MIN_RUNS
 from dlbench.cli._common import (
+    GPU_FILTER_HELP,
+    HOST_HELP,
     SINCE_HELP,
     db_option,
     json_option,
-    parse_since,
     plain_tree,
     print_json,
     table_console,
 )
+from dlbench.cli._runs import select_runs
 from dlbench.errors import BadInput
 
 
@@ -40,12 +41,8 @@ def register(app: typer.Typer) -> None:
             help="Runs to judge: run ids, unique prefixes, 'latest', result JSON files or folders of them. "
                  "Default: every stored run."),
         since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
-        host: list[str] | None = typer.Option(
-            None, "--host", metavar="GLOB", show_default=False,
-            help="Only runs on a host whose name matches this glob (case-insensitive), e.g. 'node0*'; repeat the "
-                 "option for several."),
-        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this text "
-                                       "(case-insensitive), e.g. H100."),
+        host: list[str] | None = typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP),
+        gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
         threshold: float = typer.Option(
             DEFAULT_THRESHOLD_PCT, "--threshold", metavar="PCT",
             help="Call a node slow when it is more than this many percent below the fleet median of its "
@@ -62,58 +59,19 @@ def register(app: typer.Typer) -> None:
 
         Exit code 0 when no node is flagged, 1 when one is (slow, or failed where its peers measured), 2 on bad input.
         """  # noqa: E501 - one line: rich keeps the docstring's line breaks
-        from dlbench.analysis.fleet import fleet_report, select_documents
+        from dlbench.analysis.fleet import fleet_report
 
         if not 0 < threshold < 100:
             raise BadInput(f"--threshold must be between 0 and 100 percent, got {threshold:g}")
         if not 0 < alpha < 1:
             raise BadInput(f"--alpha must be between 0 and 1, got {alpha:g}")
-        since_dt = parse_since(since)
-        docs, where = load_documents(runs or [], db, since_dt, gpu)
-        selected = select_documents(docs, since=since_dt, hosts=host or [], gpu=gpu)
-        if not selected:
-            filters = [f"--{name} {value}" for name, value in (("since", since), ("gpu", gpu)) if value]
-            filters += [f"--host {h}" for h in host or []]
-            raise BadInput(f"no runs match{' ' + ' '.join(filters) if filters else ''} (in {where})")
+        selected = select_runs(runs or [], db, since, host, gpu)
         report = fleet_report(selected, threshold_pct=threshold, alpha=alpha, all_runs=all_runs)
         if as_json:
             print_json(report)
         else:
             render(report)
         raise typer.Exit(report["exit_code"])
-
-
-def load_documents(refs: list[str], db: str | None, since: Any, gpu: str | None) -> tuple[list[dict], str]:
-    """The documents the references name (run ids, JSON files, folders of JSON files), or every stored run
-    (narrowed by `since` and `gpu` in the query); and where they came from, for messages."""
-    from dlbench.cli._runs import is_path_ref, load_run
-    from dlbench.store import open_store
-    from dlbench.store.documents import load_document
-
-    store = None
-    try:
-        if not refs:
-            store = open_store(db)
-            listed = store.list_runs(gpu=gpu, since=since)
-            return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
-        docs: list[dict] = []
-        for ref in refs:
-            if not ref.strip():
-                raise BadInput("an empty run reference was given (use . for the current folder)")
-            path = Path(ref)
-            if path.is_dir():
-                files = sorted(p for p in path.glob("*.json") if p.is_file())
-                if not files:
-                    raise BadInput(f"{ref}: no result files (*.json) in this folder")
-                docs += [load_document(f) for f in files]
-                continue
-            if not is_path_ref(ref) and store is None:
-                store = open_store(db)
-            docs.append(load_run(ref, db, store))
-        return docs, "the runs given"
-    finally:
-        if store is not None:
-            store.close()
 
 
 def render(report: dict[str, Any]) -> None:

@@ -1,6 +1,11 @@
-"""`dlbench report [RUN_ID...|--latest] --output DIR`: a self-contained HTML report with charts.
+"""`dlbench report [RUN...|--latest] --output DIR`: a self-contained HTML report with charts.
 
     dlbench report --latest --output dlbench-report && xdg-open dlbench-report/index.html
+    dlbench report --since 1d --host 'node*' -o fleet-report   # a fleet: every matching stored run
+    dlbench report /shared/dlbench/ -o fleet-report             # result JSON files, or folders of them
+
+Runs are selected as `dlbench fleet` selects them (`cli._runs.select_runs`); when they come from several hosts
+that measured the same configuration, the page opens with the fleet section (`report.fleet_section`).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from dlbench.cli._common import console, db_option
+from dlbench.cli._common import GPU_FILTER_HELP, HOST_HELP, SINCE_HELP, console, db_option
 from dlbench.errors import BadInput
 
 
@@ -19,21 +24,27 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
         runs: list[str] | None = typer.Argument(
-            None, metavar="RUN_ID", help="Runs to include: run ids, unique prefixes, `latest`, or JSON result files. Default: latest."),
+            None, metavar="RUN", show_default=False,
+            help="Runs to include: run ids, unique prefixes, `latest`, result JSON files or folders of them. "
+                 "Default: the latest run; with --since, --host or --gpu, every stored run that matches."),
         latest: bool = typer.Option(False, "--latest", help="Report the newest stored run."),
+        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
+        host: list[str] | None = typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP),
+        gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
         output: Path = typer.Option(Path("dlbench-report"), "--output", "-o",
                                     help="Folder to write index.html and the charts (PNG and SVG) into."),
         db: str | None = db_option(),
     ) -> None:
-        """Write an HTML report (index.html, charts embedded) plus every chart as PNG and SVG."""
-        from dlbench.cli._runs import load_runs
+        """Write an HTML report (index.html, charts embedded) plus every chart as PNG and SVG. Runs from 3 or more hosts that measured the same configuration get a fleet section, judged as `dlbench fleet` judges them."""  # noqa: E501 - one line: rich keeps the docstring's line breaks
+        from dlbench.cli._runs import select_runs
 
         if latest and runs:
             raise BadInput("give run ids or --latest, not both")
-        refs = list(runs or []) or ["latest"]
         if output.exists() and not output.is_dir():
             raise BadInput(f"--output {output}: exists and is not a folder")
-        documents = load_runs(refs, db)
+        selecting = bool(since or host or gpu)
+        refs = list(runs or []) or ([] if selecting and not latest else ["latest"])
+        documents = select_runs(refs, db, since, host, gpu)
         if not any(doc.get("results") for doc in documents):
             raise BadInput("nothing to report: the selected run(s) have no results")
         from dlbench.report.html import write_report
@@ -43,5 +54,9 @@ def register(app: typer.Typer) -> None:
         except OSError as exc:
             raise BadInput(f"cannot write the report to {output}: {exc.strerror or exc}") from None
         charts = sorted(p.name for p in (output / "charts").glob("*.png")) if (output / "charts").is_dir() else []
-        console().print(f"Wrote {index} ({len(charts)} chart{'s' if len(charts) != 1 else ''}, PNG and SVG in "
-                        f"{output / 'charts'})", markup=False, soft_wrap=True)  # paths whole: not markup, not wrapped
+        head = f"{len(documents)} runs" if len(documents) > 1 else ""
+        if any(name.startswith("fleet_") for name in charts):
+            head += " with a fleet section"
+        what = f"{len(charts)} chart{'s' if len(charts) != 1 else ''}, PNG and SVG in {output / 'charts'}"
+        # paths whole: not markup, not wrapped
+        console().print(f"Wrote {index} ({head + ', ' if head else ''}{what})", markup=False, soft_wrap=True)

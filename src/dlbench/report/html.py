@@ -3,7 +3,8 @@
 `write_report(documents, out_dir)` draws the charts (PNG and SVG files next to the page) and renders
 `templates/report.html.j2`. The page is self-contained: each chart is embedded as an SVG data URI, so
 `index.html` can be mailed or attached on its own; the files are there for slides and posts.
-Figures come from `dlbench.analysis` (ranking, speed-ups, scaling); this module only arranges them.
+Figures come from `dlbench.analysis` (ranking, speed-ups, scaling, fleet); this module only arranges them, and
+the fleet section is `fleet_section`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench import __version__
-from dlbench.analysis.configuration import config_parts
+from dlbench.analysis.configuration import config_key, config_parts
 from dlbench.analysis.energy import gpu_label, gpus_of
 from dlbench.analysis.ranking import (
     canonical_gpu,
@@ -27,6 +28,7 @@ from dlbench.analysis.ranking import (
 from dlbench.analysis.scaling import scaling_series
 from dlbench.analysis.speedups import speedups
 from dlbench.report import charts, fmt
+from dlbench.report.fleet_section import fleet_section
 
 TEMPLATE = "report.html.j2"
 
@@ -37,7 +39,10 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
     chart_dir = out_dir / "charts"
     if published is None:
         published = load_published_rows()
-    runs = [_run_info(doc, i, len(documents)) for i, doc in enumerate(documents)]
+    hosts = [(doc.get("environment") or {}).get("hostname") for doc in documents]
+    # A fleet (one run per host): hosts name the runs better than their ids do.
+    by_host = len(documents) > 1 and all(hosts) and len(set(hosts)) == len(hosts)
+    runs = [_run_info(doc, i, len(documents), by_host) for i, doc in enumerate(documents)]
     rows = _result_rows(documents, runs, published)
     # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
     # the "Against published results" section says why, once.
@@ -49,12 +54,22 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         _scaling_group(documents, runs, chart_dir),
         _telemetry_group(documents, runs, chart_dir),
     ) if g is not None]
+    fleet = fleet_section(documents, chart_dir)
+    if fleet:
+        for g in fleet["groups"]:
+            g["figure"] = _figure(g.pop("chart"))
+    figures = [f for g in groups for f in g["figures"]] + [g["figure"] for g in (fleet or {}).get("groups", [])]
     context = {
         "title": "dlbench report",
         "runs": runs,
         "rows": rows,
         "show_vs": show_vs,
         "groups": groups,
+        "fleet": fleet,
+        # A fleet's results (one row per run and configuration) behind a toggle: the fleet section sums them up.
+        "collapse_results": len(runs) > FACT_RUNS_MAX and len(rows) > RESULT_ROWS_MAX,
+        "config_count": len({config_key(r) for doc in documents for r in doc.get("results") or []}),
+        "facts": _facts(runs),
         "environment": _environment_table(documents, runs),
         "methodology": _methodology(documents),
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -65,7 +80,7 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         "failed_count": sum(1 for r in rows if r["status"] not in ("ok", "skipped")),
     }
     html = _render(context)
-    _remove_stale_charts(chart_dir, {f["chart"].name for g in groups for f in g["figures"]})
+    _remove_stale_charts(chart_dir, {f["chart"].name for f in figures})
     out_dir.mkdir(parents=True, exist_ok=True)
     index = out_dir / "index.html"
     index.write_text(html, encoding="utf-8")
@@ -93,7 +108,7 @@ def _render(context: dict[str, Any]) -> str:
     return env.get_template(TEMPLATE).render(**context)
 
 
-def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
+def _run_info(doc: dict[str, Any], index: int, count: int, by_host: bool = False) -> dict[str, Any]:
     env = doc.get("environment") or {}
     gpus = [canonical_gpu(g.get("name"), g.get("memory_bytes")) or g.get("name")
             for g in env.get("gpus") or [] if isinstance(g, dict)]
@@ -108,7 +123,51 @@ def _run_info(doc: dict[str, Any], index: int, count: int) -> dict[str, Any]:
                                (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
     return {"run_id": doc.get("run_id"), "short": short, "created_at": doc.get("created_at"),
             "hostname": env.get("hostname"), "gpus": gpu_text, "software": software or fmt.DASH,
-            "prefix": f"run {short}" if count > 1 else None}
+            "tag": env["hostname"] if by_host else short, "by_host": by_host,
+            "prefix": (env["hostname"] if by_host else f"run {short}") if count > 1 else None}
+
+
+# Past this many runs the header sums the runs up instead of giving each its own three cards (a fleet of 64).
+FACT_RUNS_MAX = 3
+RESULT_ROWS_MAX = 16  # more results than this from more than FACT_RUNS_MAX runs: the results table is folded
+FEW = 3  # a value at most this many runs have is named with those runs: the odd ones out of a fleet
+
+
+def _facts(runs: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The header's cards: per run its hardware, software, host and time; for many runs, each of these summed up."""
+    def when(run: dict[str, Any]) -> str:
+        return (run["created_at"] or fmt.DASH)[:16].replace("T", " ")
+
+    if len(runs) <= FACT_RUNS_MAX:
+        return [card for run in runs for card in (
+            {"k": f"Run {run['short']}", "v": run["gpus"]}, {"k": "Software", "v": run["software"]},
+            {"k": "Host \u00b7 created (UTC)", "v": f"{run['hostname'] or fmt.DASH} \u00b7 {when(run)}"})]
+    times = sorted(when(r) for r in runs if r["created_at"])
+    hosts = list(dict.fromkeys(r["hostname"] for r in runs if r["hostname"]))
+    shown = ", ".join(hosts) if len(hosts) <= 3 else f"{hosts[0]}, {hosts[1]}, \u2026 {hosts[-1]}"
+    return [
+        {"k": "Runs \u00b7 created (UTC)",
+         "v": f"{len(runs)} runs \u00b7 " + (f"{times[0]} \u2013 {times[-1]}" if times else fmt.DASH)},
+        {"k": "Hosts", "v": f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}: {shown}" if hosts else fmt.DASH},
+        {"k": "Hardware", "v": _counted(r["gpus"] for r in runs)},
+        {"k": "Software", "v": _counted(r["software"] for r in runs)},
+    ]
+
+
+def _counted(values, tags: list[str] | None = None) -> str:
+    """`A (60 runs), B (4 runs)`, most common first; a value every run shares stands alone, and one that at most
+    `FEW` runs have names them when `tags` (one per value) are given: `550.54.15 (1 run: node08)`."""
+    from collections import Counter
+
+    values = list(values)
+    counts = Counter(values).most_common()
+    if len(counts) == 1:
+        return counts[0][0]
+    parts = []
+    for v, n in counts:
+        who = [t for t, x in zip(tags, values, strict=True) if x == v] if tags and n <= FEW else []
+        parts.append(f"{v} ({n} run{'s' if n != 1 else ''}{': ' + ', '.join(who) if who else ''})")
+    return ", ".join(parts)
 
 
 def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
@@ -124,7 +183,8 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
             if (r.get("flavour") or "full") != "full":
                 details.append(f"{r['flavour']} flavour")
             rows.append({
-                "run": run["short"], "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
+                "run": run["tag"], "run_id": run["short"] if run["by_host"] else "",
+                "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
                 "details": " \u00b7 ".join(details),
                 "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
                 "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > 0.05,
@@ -173,7 +233,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
             name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
-                                               "samples_per_s": r["samples_per_s"],
+                                               "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
                                                "vs": vs_published_in(doc, r, published)})
     if not groups:
         reasons = sorted({vs_published_in(doc, r, published)["reason"] or "" for doc in documents
@@ -183,7 +243,10 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
         return _group("ranking", "Against published results", "Nothing here is comparable with published "
                       "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
     figures, notes = [], []
-    for (workload, precision, seq_len, n), entries in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for (workload, precision, seq_len, n), every in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        thinned = _thin(every, lambda e: e["key"])
+        entries = [{**e, "label": f"{e['label']} ({role})", "name": f"{e['name']} ({role})"} if role else e
+                   for e, role in thinned]
         what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
                 f"{n} GPU{'s' if n > 1 else ''}")
         ranked = rank_among_published(entries, workload, precision, seq_len, n, published)
@@ -198,6 +261,8 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
         chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n,
                                      same_gpu=same_gpu)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
+        if len(entries) < len(every):
+            caption += f". {_THINNED}"
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",
                   "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
@@ -229,17 +294,24 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                 continue
             label = _short_config(r)
             if run["prefix"]:
-                label = f"{run['short']} \u00b7 {label}"
+                label = f"{run['tag']} \u00b7 {label}"
             spread = r.get("step_time_s") or {}
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
-                 "p5_s": spread.get("p5"), "p95_s": spread.get("p95")})
+                 "p5_s": spread.get("p5"), "p95_s": spread.get("p95"), "samples_per_s": r.get("samples_per_s"),
+                 "key": config_key(r)})
     if not by_workload:
         return None
-    groups = [{"workload": w, "configs": c} for w, c in by_workload.items()]
+    groups, thinned = [], False
+    for workload, configs in by_workload.items():
+        kept = _thin(configs, lambda c: c["key"])
+        thinned = thinned or len(kept) < len(configs)
+        groups.append({"workload": workload, "configs": [{**c, "label": f"{c['label']} ({role})"} if role else c
+                                                         for c, role in kept]})
+    chart = charts.step_time_chart(groups, chart_dir, where=_where(runs))
     return _group("distribution", "Step-time distribution",
                   "How steady the measurement was: a tight box means every step took about as long.",
-                  [_figure(charts.step_time_chart(groups, chart_dir, where=_where(runs)))])
+                  [_figure(chart, f"{chart.caption} {_THINNED}") if thinned else _figure(chart)])
 
 
 def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
@@ -274,24 +346,60 @@ def telemetry_series(telemetry: Any) -> dict[str, list] | None:
 
 
 def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
-    traces = []
+    # A data-parallel group: one line per GPU, from each GPU's own series.
+    recorded = []
     for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            label = _short_config(r)
-            label = (f"{run['short']} \u00b7 {label}" if run["prefix"] else
-                     f"{fmt.workload_name(r['workload'])} \u00b7 {label}")
-            # A data-parallel group: one line per GPU, from each GPU's own series.
             blocks = gpus_of(r.get("telemetry")) or [r.get("telemetry")]
-            for block in blocks:
-                series = telemetry_series(block)
-                if series:
-                    traces.append({"label": f"{label} \u00b7 {gpu_label(block)}" if len(blocks) > 1 else label,
-                                   "series": series, "power_limit_w": block.get("power_limit_w")})
-    if not traces:
+            series = [(block, telemetry_series(block)) for block in blocks]
+            if any(ts for _, ts in series):
+                recorded.append({"run": run, "result": r, "series": series, "blocks": len(blocks),
+                                 "samples_per_s": r.get("samples_per_s") or 0.0, "key": config_key(r)})
+    if not recorded:
         return None
+    kept = _thin(recorded, lambda m: m["key"])
+    traces = []
+    for m, role in kept:
+        run, r = m["run"], m["result"]
+        label = _short_config(r)
+        label = (f"{run['tag']} \u00b7 {label}" if run["prefix"] else
+                 f"{fmt.workload_name(r['workload'])} \u00b7 {label}")
+        if role:
+            label += f" ({role})"
+        for block, series in m["series"]:
+            if series:
+                traces.append({"label": f"{label} \u00b7 {gpu_label(block)}" if m["blocks"] > 1 else label,
+                               "series": series, "power_limit_w": block.get("power_limit_w")})
+    chart = charts.telemetry_chart(traces, chart_dir, where=_where(runs))
     return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
                   "falling clocks at a power or thermal limit explain lower throughput.",
-                  [_figure(charts.telemetry_chart(traces, chart_dir, where=_where(runs)))])
+                  [_figure(chart, f"{chart.caption} {_THINNED}") if len(kept) < len(recorded) else _figure(chart)])
+
+
+# Past this many runs of one configuration (a fleet), the per-run charts show three of them, each a measured result:
+# the slowest, the middle one and the fastest by throughput. The fleet section and the results table show every run.
+REPRESENTED_MAX = 6
+_THINNED = (f"Where more than {REPRESENTED_MAX} runs measured a configuration, three of them stand for the rest: "
+            "the slowest, the middle one and the fastest by throughput; the results table lists every run.")
+
+
+def _thin(items: list[dict[str, Any]], key) -> list[tuple[dict[str, Any], str | None]]:
+    """`items` (each with `samples_per_s`) as (item, role): all of them where at most `REPRESENTED_MAX` share a
+    `key(item)`, else that configuration's slowest, middle and fastest with their role (`slowest of 64`), in the
+    items' order."""
+    by_key: dict[Any, list[dict[str, Any]]] = {}
+    for item in items:
+        by_key.setdefault(key(item), []).append(item)
+    roles: dict[int, str | None] = {}
+    for same in by_key.values():
+        if len(same) <= REPRESENTED_MAX:
+            roles.update({id(item): None for item in same})
+            continue
+        ordered = sorted(same, key=lambda item: item["samples_per_s"] or 0.0)
+        n = len(ordered)
+        for item, role in ((ordered[0], "slowest"), (ordered[n // 2], "middle"), (ordered[-1], "fastest")):
+            roles[id(item)] = f"{role} of {n}"
+    return [(item, roles[id(item)]) for item in items if id(item) in roles]
 
 
 def _where(runs: list[dict[str, Any]]) -> str:
@@ -337,7 +445,14 @@ def _environment_table(documents, runs) -> dict[str, Any]:
     limits = [", ".join(f"{w:g} W" for w in power_limits_w(doc)) or fmt.DASH for doc in documents]
     if any(v != fmt.DASH for v in limits):
         rows.insert(5, ("GPU power limit", limits))
-    return {"headers": [r["short"] for r in runs], "rows": rows}
+    if len(runs) <= FACT_RUNS_MAX:
+        return {"headers": [r["short"] for r in runs], "rows": rows}
+    # Many runs (a fleet): one column, each value once with the runs that have it; a value few runs have names them.
+    tags = [r["tag"] for r in runs]
+    unique = {"Run", "Host"}
+    return {"headers": [f"{len(runs)} runs"],
+            "rows": [(label, [f"{len(set(values))} different" if label in unique else _counted(values, tags)])
+                     for label, values in rows]}
 
 
 # How each kind of device is timed (README, Methodology: "Clocks"; runner/measure.py).

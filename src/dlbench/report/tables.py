@@ -134,8 +134,8 @@ def fleet_table(group: dict[str, Any]):
     for row in group["rows"]:
         ps = [p for p in (row["welch_p"], row["mannwhitney_p"]) if p is not None]
         verdict = Text(row["verdict"], style=_VERDICT_STYLE.get(row["verdict"], ""))
-        table.add_row(Text(row["host"]), Text(_device_text(row)), fmt.throughput(row["samples_per_s"]),
-                      _vs_median(row["vs_median_pct"]),
+        table.add_row(Text(row["host"]), Text(device_text(row)), fmt.throughput(row["samples_per_s"]),
+                      vs_median(row["vs_median_pct"]),
                       fmt.percent(row["cv"]), fmt.p_value(max(ps)) if ps else fmt.DASH, verdict, _cause_text(row))
         for gpu in row["gpus"]:
             if any(not c["fleet_wide"] for c in gpu["causes"]) or not gpu["available"]:
@@ -143,13 +143,15 @@ def fleet_table(group: dict[str, Any]):
     return table
 
 
-def _vs_median(pct: float | None) -> str:
+def vs_median(pct: float | None) -> str:
+    """A row's distance from the fleet median: `-10.0%`, `0.0%`, `+0.1%`."""
     if pct is None:
         return fmt.DASH
     return "0.0%" if round(pct, 1) == 0 else f"{pct:+.1f}%"
 
 
-def _device_text(row: dict[str, Any]) -> str:
+def device_text(row: dict[str, Any]) -> str:
+    """What a fleet row measured on its host: `GPU 3`, `4 GPUs`, `cpu`."""
     if row["world_size"] > 1:
         return f"{row['world_size']} GPUs"
     device = str(row.get("device") or fmt.DASH)
@@ -158,19 +160,30 @@ def _device_text(row: dict[str, Any]) -> str:
     return device
 
 
+def cause_parts(row: dict[str, Any], with_gpus: bool = False) -> list[tuple[str, str]]:
+    """A fleet row's cause cell as (text, style) pieces: the failure, else the causes that tell it apart (fleet-wide
+    ones are listed under the table), a slow row's missing cause and an untested verdict. The GPUs' own causes of a
+    data-parallel row are left to their lines unless `with_gpus` (the HTML table has no GPU lines)."""
+    if row["verdict"] in ("failed", "skipped") or (row["status"] != "ok" and row.get("error")):
+        return [(f"{row['status']}: {row.get('error') or ''}".rstrip(": "), "red")]
+    parts: list[tuple[str, str]] = []
+    causes = [c for c in row["causes"] if not c["fleet_wide"]]
+    named = "; ".join(cause_text(c) for c in causes if with_gpus or not (row["gpus"] and c["gpu"]))
+    if named:
+        parts.append((named, ""))
+    if not causes and row["verdict"] == "slow":
+        parts.append(("no cause recorded" if row["telemetry"] else "no telemetry to tell why", "dim"))
+    if row["verdict"] == "slow" and row["significant"] is None and row["test_reason"]:
+        parts.append((f"{'; ' if parts else ''}untested: {row['test_reason']}", "dim"))
+    return parts
+
+
 def _cause_text(row: dict[str, Any]):
     from rich.text import Text
 
     text = Text()
-    if row["verdict"] in ("failed", "skipped") or (row["status"] != "ok" and row.get("error")):
-        text.append(f"{row['status']}: {row.get('error') or ''}".rstrip(": "), style="red")
-        return text
-    causes = [c for c in row["causes"] if not c["fleet_wide"]]  # the fleet-wide ones are listed under the table
-    text.append("; ".join(cause_text(c) for c in causes if not (row["gpus"] and c["gpu"])))  # GPUs: own lines
-    if not causes and row["verdict"] == "slow":
-        text.append("no cause recorded" if row["telemetry"] else "no telemetry to tell why", style="dim")
-    if row["verdict"] == "slow" and row["significant"] is None and row["test_reason"]:
-        text.append(f"{'; ' if text.plain else ''}untested: {row['test_reason']}", style="dim")
+    for piece, style in cause_parts(row):
+        text.append(piece, style=style)
     return text
 
 
