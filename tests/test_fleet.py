@@ -16,7 +16,7 @@ from dlbench.analysis.fleet import DEFAULT_THRESHOLD_PCT, fleet_report, select_d
 from dlbench.analysis.stats import summarize
 from dlbench.cli._common import parse_since
 from dlbench.errors import BadInput
-from fleet_docs import STEP_S, THERMAL, ddp_node, node, readme_fleet, six_nodes, tel
+from fleet_docs import STEP_S, THERMAL, ddp_node, gpu_block, node, readme_fleet, six_nodes, tel
 from report_docs import environment, make_document, make_result, run_cli
 
 
