@@ -56,7 +56,7 @@ def test_the_section_names_the_slow_hosts_like_the_command(readme_report):
     assert _chip(rows["node07"]) == "slow" and "PCIe x8" in rows["node07"]
     assert _chip(rows["node05"]) == "ok" and "-1.9%" in rows["node05"]
     assert "driver 550.54.15 (fleet 570.133.20)" in rows["node08"]
-    assert "On most runs, so telling none apart: power throttling (8 of 8)." in section
+    assert "Seen on most runs, so it singles out no node: power throttling (8 of 8)." in section
 
 
 def test_the_chart_is_embedded_and_saved(readme_report):

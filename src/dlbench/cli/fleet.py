@@ -88,7 +88,7 @@ def render(report: dict[str, Any]) -> None:
             out.print(Text(f"  not judged: {group['reason']}", style="yellow"))
         if group["fleet_wide_causes"]:
             seen = ", ".join(f"{c['text']} ({c['runs']} of {group['runs']})" for c in group["fleet_wide_causes"])
-            out.print(Text(f"  on most runs, so telling none apart: {seen}", style="dim"))
+            out.print(Text(f"  seen on most runs, so it singles out no node: {seen}", style="dim"))
         if group["superseded"]:
             n = len(group["superseded"])
             out.print(Text(f"  {n} older run{'s' if n != 1 else ''} of the same host left out (--all-runs "

@@ -101,7 +101,7 @@ def _notes(group: dict[str, Any]) -> list[str]:
         notes.append(f"Not judged: {group['reason']}.")
     if group["fleet_wide_causes"]:
         seen = ", ".join(f"{c['text']} ({c['runs']} of {group['runs']})" for c in group["fleet_wide_causes"])
-        notes.append(f"On most runs, so telling none apart: {seen}.")
+        notes.append(f"Seen on most runs, so it singles out no node: {seen}.")
     if group["superseded"]:
         n = len(group["superseded"])
         notes.append(f"{n} older run{'s' if n != 1 else ''} of the same host{'s' if n != 1 else ''} left out: the "
