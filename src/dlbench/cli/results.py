@@ -79,7 +79,14 @@ def _telemetry_table(doc: dict):
     row for the group (totals) and one per GPU. None when no result has telemetry."""
     from rich.table import Table
 
-    from dlbench.analysis.energy import gpu_label, gpus_of, is_throttled, result_efficiency, usable
+    from dlbench.analysis.energy import (
+        gpu_label,
+        gpus_of,
+        is_throttled,
+        rank0_only,
+        result_efficiency,
+        usable,
+    )
 
     table = Table(title="GPU telemetry (measured steps)", title_justify="left")
     for header in ("configuration", "GPU", "mean W", "energy J", "J/sample", "max C", "SM MHz", "throttled"):
@@ -103,6 +110,8 @@ def _telemetry_table(doc: dict):
         label = f"{r['workload']} {r['precision']} compile={r['compile']} bs={_batch_text(r)}"
         gpus = gpus_of(tel)
         name = (tel.get("gpu") or {}).get("name") or "-"
+        if rank0_only(tel, r.get("world_size")):  # an older document: one GPU's readings, not the group's
+            name = f"{name} (rank 0 only, of {r['world_size']})"
         per_sample = result_efficiency(r)["energy_per_sample_j"]
         _row(table, label, f"{len(gpus)} GPUs" if gpus else name, *cells(tel, per_sample))
         for g in gpus:
