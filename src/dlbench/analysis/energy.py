@@ -61,19 +61,20 @@ def is_throttled(telemetry: dict[str, Any] | None, threshold: float = THROTTLED_
     return share >= threshold
 
 
+def throttle_kind_shares(telemetry: dict[str, Any] | None) -> dict[str, float]:
+    """{"thermal" / "power" / "hardware": the largest share of samples one of its reasons held the clocks down},
+    in that order, for the kinds seen at all."""
+    if not usable(telemetry):
+        return {}
+    shares = throttle_shares(telemetry)
+    kinds = {kind: max((shares.get(r, 0.0) for r in reasons), default=0.0)
+             for kind, reasons in (("thermal", _THERMAL), ("power", _POWER), ("hardware", ("hw_slowdown",)))}
+    return {kind: share for kind, share in kinds.items() if share > 0}
+
+
 def throttle_kind(telemetry: dict[str, Any] | None, threshold: float = THROTTLED_SHARE) -> list[str]:
     """"thermal" and/or "power" when those reasons reached `threshold` of the samples; "hardware" for hw_slowdown."""
-    if not usable(telemetry):
-        return []
-    shares = throttle_shares(telemetry)
-    kinds = []
-    if max((shares.get(r, 0.0) for r in _THERMAL), default=0.0) >= threshold:
-        kinds.append("thermal")
-    if max((shares.get(r, 0.0) for r in _POWER), default=0.0) >= threshold:
-        kinds.append("power")
-    if shares.get("hw_slowdown", 0.0) >= threshold:
-        kinds.append("hardware")
-    return kinds
+    return [kind for kind, share in throttle_kind_shares(telemetry).items() if share >= threshold]
 
 
 def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
