@@ -193,6 +193,27 @@ def test_software_and_power_limit_other_than_the_majority_are_causes():
     assert [c["short"] for c in causes if "power limit" in c["short"]] == ["power limit 600 W of 700 W"]
 
 
+def test_eight_gpus_over_two_nodes_are_not_judged_against_eight_in_one(capsys):
+    # Same configuration key (world_size 8), but one run spans two nodes: its all-reduce crosses the network, so
+    # it is slower by design, not a slow node. It forms its own group instead of being flagged "slow".
+    docs = [node(f"node0{i}", seed=i, world_size=8) for i in range(1, 5)]
+    for doc in docs:
+        doc["results"][0]["nodes"] = 1
+    two = node("node05", STEP_S / 0.8, seed=5, world_size=8)
+    two["results"][0].update(nodes=2, ranks=[{"rank": r, "hostname": "node05" if r < 4 else "node06"}
+                                             for r in range(8)])
+    report = fleet_report([*docs, two])
+    assert [(g["nodes"], g["measured"], g["judged"]) for g in report["groups"]] == [(1, 4, True), (2, 1, False)]
+    assert report["flagged"] == [] and report["exit_code"] == 0
+    older = json.loads(json.dumps(two))
+    del older["results"][0]["nodes"]  # no count: the ranks' host names tell
+    assert [g["nodes"] for g in fleet_report([*docs, older])["groups"]] == [1, 2]
+    from dlbench.cli.fleet import render
+
+    render(report)
+    assert "bs 256 8 GPUs over 2 nodes on H100 SXM5 80GB" in " ".join(capsys.readouterr().out.split())
+
+
 def gpu_block(index, host, **over):
     """One GPU of a data-parallel group's `per_gpu`, as branch ddptel names it (device_index, hostname)."""
     return {**tel(**over), "rank": index, "node_rank": 0, "hostname": host, "device": f"cuda:{index}",
