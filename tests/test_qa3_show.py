@@ -263,3 +263,13 @@ def test_show_telemetry_table_in_80_columns_cuts_nothing(capsys, monkeypatch):
     for b in blocks:
         assert f"{b['power_mean_w']:,.0f}" in telemetry and f"{b['temperature_max_c']:.0f}" in telemetry
     assert "GPU 1 on" in telemetry and "nodeB (rank" in telemetry  # the GPU's name wraps at spaces
+
+
+def test_show_lists_package_versions_as_names_and_versions(capsys, monkeypatch):
+    # The environment's package_versions (added with the GPU-path prep) printed as a Python dict repr.
+    doc = store_docs.document()
+    doc["environment"]["package_versions"] = {"torchvision": "0.26.0", "transformers": "5.17.0", "triton": None}
+    _store(doc)
+    text = " ".join(_show_in_terminal(capsys, monkeypatch, 120, "latest").replace("\u2502", " ").split())
+    assert "package_versions torchvision 0.26.0, transformers 5.17.0, triton -" in text
+    assert "{'" not in text

@@ -143,6 +143,8 @@ def _environment_table(doc: dict):
             continue
         if key == "memory_bytes" and value is not None:
             key, value = "memory", f"{value / 1e9:.1f} GB"
+        if isinstance(value, dict):  # package_versions: "transformers 5.23.0, triton -", not a Python dict
+            value = ", ".join(f"{name} {'-' if v is None else v}" for name, v in value.items())
         _row(table, key, "-" if value is None else str(value))
     return table
 
