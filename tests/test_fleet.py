@@ -313,6 +313,15 @@ def test_since_takes_a_duration():
             parse_since(bad, now)
 
 
+def test_since_refuses_a_capital_m():
+    # "3M" was 3 minutes (case-insensitive units): someone meaning three months got nearly nothing, silently.
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+    with pytest.raises(BadInput, match=r"M could mean minutes or months; write 3m for minutes"):
+        parse_since("3M", now)
+    assert parse_since("3m", now) == now - timedelta(minutes=3)
+    assert parse_since("7D", now) == now - timedelta(days=7)  # the other units are not ambiguous
+
+
 # --- the command ------------------------------------------------------------------------------------------
 
 
