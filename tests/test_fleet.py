@@ -193,6 +193,21 @@ def test_software_and_power_limit_other_than_the_majority_are_causes():
     assert [c["short"] for c in causes if "power limit" in c["short"]] == ["power limit 600 W of 700 W"]
 
 
+def test_a_model_library_other_than_the_majoritys_is_a_cause():
+    # The environment records transformers' version because BERT's code changes with it; fleet ignored it.
+    versions = {"torchvision": "0.26.0", "transformers": "5.23.0"}
+    docs = [node(f"node0{i}", seed=i, env={"package_versions": versions}) for i in range(1, 5)]
+    docs.append(node("node05", STEP_S / 0.9, seed=5, env={"package_versions": {**versions, "transformers": "5.17.0"}}))
+    docs.append(node("node06", seed=6))  # written before package_versions: no vote, no cause
+    report = fleet_report(docs)
+    assert report["groups"][0]["majority"]["package_versions"] == versions
+    rows = rows_by_host(report)
+    assert rows["node05"]["verdict"] == "slow"
+    assert [c["short"] for c in rows["node05"]["causes"]][:1] == ["transformers 5.17.0 (fleet 5.23.0)"]
+    assert report["summary"].endswith("(" f"{rows['node05']['vs_median_pct']:+.0f}%, transformers 5.17.0 (fleet 5.23.0))")
+    assert not any("differs" in c["cause"] for c in rows["node06"]["causes"])
+
+
 def test_eight_gpus_over_two_nodes_are_not_judged_against_eight_in_one(capsys):
     # Same configuration key (world_size 8), but one run spans two nodes: its all-reduce crosses the network, so
     # it is slower by design, not a slow node. It forms its own group instead of being flagged "slow".

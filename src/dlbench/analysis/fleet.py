@@ -17,7 +17,8 @@ configuration is flagged as **failed**. Groups with fewer measured runs are show
 Likely causes, from what the result recorded: its telemetry (`diagnose.telemetry_findings`: throttling, a power
 limit below the default, a PCIe link below its maximum, another process on the GPU; for a data-parallel run each
 GPU of `telemetry.per_gpu` when present), its SM clock against the fleet's, and a driver, CUDA, cuDNN or torch
-version (`compare.ENV_KEYS`) or power limit other than the fleet majority's. A cause that most other nodes of the
+version (`compare.ENV_KEYS`), a model library version (`package_versions`: transformers, torchvision,
+Triton) or power limit other than the fleet majority's. A cause that most other nodes of the
 group share (power capping at full load, say) is marked `fleet_wide`: it does not tell this node apart.
 
 Works on plain result documents; nothing here touches torch or the database.
@@ -357,6 +358,12 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
             name = label.replace("NVIDIA ", "")
             out.append(_cause(f"{key.removesuffix('_version')}_differs", "warn",
                               f"{label} {have}, the fleet's majority has {fleet}", f"{name} {have} (fleet {fleet})"))
+    packages = env.get("package_versions") if isinstance(env.get("package_versions"), dict) else {}
+    for package, fleet in (majority.get("package_versions") or {}).items():  # transformers, torchvision, ...
+        have = packages.get(package)
+        if have is not None and fleet is not None and have != fleet:
+            out.append(_cause(f"{package}_differs", "warn", f"{package} {have}, the fleet's majority has {fleet}",
+                              f"{package} {have} (fleet {fleet})"))
     limit, fleet_limit = _power_limit(r), majority.get("power_limit_w")
     if limit and fleet_limit and limit < fleet_limit - 1.0 and not any(c["cause"] == "reduced_power_limit"
                                                                          for c in out):
@@ -441,6 +448,10 @@ def _majorities(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
     out = {key: majority([e["env"].get(key) for e in entries]) for key, _ in ENV_KEYS}
     out["power_limit_w"] = majority([_power_limit(e["result"]) for e in entries])
+    # The model libraries (environment `package_versions`), among the runs that recorded them.
+    recorded = [e["env"]["package_versions"] for e in entries if isinstance(e["env"].get("package_versions"), dict)]
+    out["package_versions"] = {name: majority([p.get(name) for p in recorded])
+                               for name in dict.fromkeys(n for p in recorded for n in p)}
     return out
 
 
