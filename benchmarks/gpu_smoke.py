@@ -43,7 +43,7 @@ REQUIRED = (
     ("pluggy", "pluggy"), ("iniconfig", "iniconfig"), ("packaging", "packaging"), ("pygments", "pygments"),
 )
 # Reported when present: what torch.compile and transformers use, and what only `dlbench report` (matplotlib,
-# jinja2) and `dlbench results compare` (scipy) import.
+# jinja2) and `dlbench compare` (scipy) import.
 OPTIONAL = ("triton", "huggingface-hub", "tokenizers", "safetensors", "click", "pytest-timeout", "matplotlib",
             "jinja2", "scipy")
 WORKLOADS = ("resnet50", "bert-base-squad", "bert-base-mlm")

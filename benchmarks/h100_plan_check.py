@@ -32,7 +32,7 @@ def check_doctor(path: str) -> int:
         print(f"FAIL {path}: not `dlbench doctor --json` output")
         return 1
     for check in report["checks"]:
-        print(f"doctor {check.get('verdict', '?'):<4} {check.get('title')}: {check.get('message')}")
+        print(f"doctor {str(check.get('verdict', '?')):<4} {check.get('title')}: {check.get('message')}")
     failed = [c.get("title") for c in report["checks"] if c.get("verdict") == "fail"]
     if failed:
         print(f"FAIL dlbench doctor: {', '.join(map(str, failed))}")
@@ -47,9 +47,10 @@ def check_run(path: str, allow_skipped: bool = False) -> int:
     accepted = ("ok", "skipped") if allow_skipped else ("ok",)
     bad = 0
     for result in doc["results"]:
+        result = result if isinstance(result, dict) else {}
         label = f"{result.get('workload')} {result.get('precision')} compile={result.get('compile')}"
-        status = result.get("status")
-        line = f"run {status:<7} {label}"
+        status = result.get("status")  # a broken document may have none: printed as "None" and failed
+        line = f"run {str(status):<7} {label}"
         if status not in accepted:
             bad += 1
             line += f": {result.get('error')}"

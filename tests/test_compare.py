@@ -89,6 +89,21 @@ def test_environment_differences_are_warnings():
     assert "CUDA" not in text  # same CUDA on both sides
 
 
+def test_model_library_versions_differing_are_warnings():
+    # The environment records transformers / torchvision / Triton versions because they change the models'
+    # code; compare said nothing when they differed.
+    versions = {"torchvision": "0.26.0", "transformers": "5.17.0", "triton": "3.6.0", "nvidia-ml-py": None}
+    a = make_document([make_result()], env=environment(package_versions=versions))
+    b = make_document([make_result(seed=3)],
+                      env=environment(package_versions={**versions, "transformers": "5.23.0", "triton": None}))
+    warnings = compare_documents(a, b)["warnings"]
+    assert "transformers version differs: A 5.17.0, B 5.23.0" in warnings
+    assert "triton version differs: A 3.6.0, B not installed" in warnings
+    assert not any(w.startswith(("torchvision", "nvidia-ml-py")) for w in warnings)
+    older = make_document([make_result(seed=4)])  # written before package_versions: nothing to compare
+    assert not any("transformers" in w for w in compare_documents(a, older)["warnings"])
+
+
 def test_power_limit_from_telemetry_blocks():
     a = make_document([make_result(telemetry=telemetry_block(power_limit_w=700.0))])
     same = make_document([make_result(seed=4, telemetry=telemetry_block(power_limit_w=700.0))])

@@ -154,6 +154,42 @@ def test_software_and_power_limit_other_than_the_majority_are_causes():
     assert [c["short"] for c in causes if "power limit" in c["short"]] == ["power limit 600 W of 700 W"]
 
 
+def test_a_model_library_other_than_the_majoritys_is_a_cause():
+    # The environment records transformers' version because BERT's code changes with it; fleet ignored it.
+    versions = {"torchvision": "0.26.0", "transformers": "5.23.0"}
+    docs = [node(f"node0{i}", seed=i, env={"package_versions": versions}) for i in range(1, 5)]
+    docs.append(node("node05", STEP_S / 0.9, seed=5, env={"package_versions": {**versions, "transformers": "5.17.0"}}))
+    docs.append(node("node06", seed=6))  # written before package_versions: no vote, no cause
+    report = fleet_report(docs)
+    assert report["groups"][0]["majority"]["package_versions"] == versions
+    rows = rows_by_host(report)
+    assert rows["node05"]["verdict"] == "slow"
+    assert [c["short"] for c in rows["node05"]["causes"]][:1] == ["transformers 5.17.0 (fleet 5.23.0)"]
+    assert report["summary"].endswith("(" f"{rows['node05']['vs_median_pct']:+.0f}%, transformers 5.17.0 (fleet 5.23.0))")
+    assert not any("differs" in c["cause"] for c in rows["node06"]["causes"])
+
+
+def test_eight_gpus_over_two_nodes_are_not_judged_against_eight_in_one(capsys):
+    # Same configuration key (world_size 8), but one run spans two nodes: its all-reduce crosses the network, so
+    # it is slower by design, not a slow node. It forms its own group instead of being flagged "slow".
+    docs = [node(f"node0{i}", seed=i, world_size=8) for i in range(1, 5)]
+    for doc in docs:
+        doc["results"][0]["nodes"] = 1
+    two = node("node05", STEP_S / 0.8, seed=5, world_size=8)
+    two["results"][0].update(nodes=2, ranks=[{"rank": r, "hostname": "node05" if r < 4 else "node06"}
+                                             for r in range(8)])
+    report = fleet_report([*docs, two])
+    assert [(g["nodes"], g["measured"], g["judged"]) for g in report["groups"]] == [(1, 4, True), (2, 1, False)]
+    assert report["flagged"] == [] and report["exit_code"] == 0
+    older = json.loads(json.dumps(two))
+    del older["results"][0]["nodes"]  # no count: the ranks' host names tell
+    assert [g["nodes"] for g in fleet_report([*docs, older])["groups"]] == [1, 2]
+    from dlbench.cli.fleet import render
+
+    render(report)
+    assert "bs 256 8 GPUs over 2 nodes on H100 SXM5 80GB" in " ".join(capsys.readouterr().out.split())
+
+
 def test_each_gpu_of_a_data_parallel_node_is_named():
     docs = [ddp_node(f"dgx{i}", STEP_S, seed=i) for i in range(1, 5)]
     docs.append(ddp_node("dgx5", STEP_S / 0.88, hot_gpu=2, seed=5))
@@ -256,6 +292,15 @@ def test_since_takes_a_duration():
     for bad in ("7 days", "d", "-1d", "yesterday"):
         with pytest.raises(BadInput, match="--since"):
             parse_since(bad, now)
+
+
+def test_since_refuses_a_capital_m():
+    # "3M" was 3 minutes (case-insensitive units): someone meaning three months got nearly nothing, silently.
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+    with pytest.raises(BadInput, match=r"M could mean minutes or months; write 3m for minutes"):
+        parse_since("3M", now)
+    assert parse_since("3m", now) == now - timedelta(minutes=3)
+    assert parse_since("7D", now) == now - timedelta(days=7)  # the other units are not ambiguous
 
 
 # --- the command ------------------------------------------------------------------------------------------

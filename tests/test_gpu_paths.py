@@ -233,6 +233,12 @@ def test_plan_check_verdicts(tmp_path, capsys):
     assert "warning: no telemetry: NVML unavailable" in out
     assert check.main(["run", str(run), "--allow-skipped"]) == 0
     assert check.main(["run", str(tmp_path / "missing.json")]) == 1
+    # A broken run (a result without status, a check without verdict) is failed and said, not a TypeError.
+    run.write_text(json.dumps({"results": [{"workload": "resnet50"}, "garbage"]}))
+    assert check.main(["run", str(run)]) == 1
+    assert "run None    resnet50 None compile=None: None" in capsys.readouterr().out
+    doctor.write_text(json.dumps({"checks": [{"verdict": None, "title": "GPU"}]}))
+    assert check.main(["doctor", str(doctor)]) == 0
 
 
 def _pins(text: str) -> list[str]:

@@ -5,6 +5,7 @@ The per-GPU blocks come from the real sampler driven by a scripted fake NVML, as
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -196,3 +197,45 @@ def test_report_draws_one_line_per_gpu(monkeypatch):
     assert [t["label"].rsplit(" \u00b7 ", 1)[1] for t in seen] == [
         "GPU 0 on nodeA", "GPU 1 on nodeA", "GPU 0 on nodeB (rank 2)", "GPU 1 on nodeB (rank 3)"]
     assert seen[3]["series"]["temperature_c"][2] == 88
+
+
+def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_power_figures(tmp_path, capsys):
+    """Before every rank sampled its own GPU, a data-parallel result stored rank 0's one-GPU block: its watts
+    against the group's samples/s overstated samples/s per W world_size times. Stored documents still hold it."""
+    from dlbench.analysis.diagnose import diagnose
+    from dlbench.analysis.energy import rank0_only, result_efficiency
+    from report_docs import make_document, make_result, run_cli
+
+    blocks, _ = two_node_group()
+    one, two = (make_result(world_size=n, telemetry=blocks[0], seed=n) for n in (1, 2))
+    assert not rank0_only(one["telemetry"], 1) and rank0_only(two["telemetry"], 2)
+    assert result_efficiency(one)["samples_per_s_per_w"] == pytest.approx(
+        one["samples_per_s"] * blocks[0]["duration_s"] / blocks[0]["energy_j"])
+    eff = result_efficiency(two)
+    assert eff["average_power_w"] is None and eff["samples_per_s_per_w"] is None
+    assert eff["energy_per_sample_j"] is None and eff["energy_measured_j"] is None
+    assert any("rank 0's GPU only (1 of 2 GPUs)" in w for w in eff["warnings"])
+    doc = make_document([one, two])
+    single, group = diagnose(doc, published=[], estimate_fn=lambda *a: None)["results"]
+    assert single["telemetry"]["samples_per_s_per_w"] is not None and "rank0_only" not in single["telemetry"]
+    assert group["telemetry"]["samples_per_s_per_w"] is None and group["telemetry"]["power_mean_w"] is None
+    assert group["telemetry"]["rank0_only"] is True
+    # The run table's samples/s per W: one figure, for the one-GPU result only.
+    from dlbench.report.table import results_table
+
+    table = results_table([one, two])
+    per_w = next(c for c in table.columns if c.header == "samples/s/W")
+    assert [str(c).strip() for c in per_w._cells] == [f"{result_efficiency(one)['samples_per_s_per_w']:.2f}", "-"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run_cli(capsys, "doctor", str(path))
+    assert code == 0, err
+    lines = " ".join(out.split())
+    assert "rank 0's GPU only, of 2" in lines and lines.count("/s per W") == 1, lines  # the one-GPU result's only
+    from rich.console import Console
+
+    from dlbench.cli.results import _telemetry_table
+
+    shown = Console(width=200, record=True, file=io.StringIO())
+    shown.print(_telemetry_table(doc))
+    assert "(rank 0 only, of 2)" in shown.export_text()

@@ -242,3 +242,34 @@ def test_show_piped_prints_each_warning_on_one_line(capsys):
     code, out, _ = cli(capsys, "results", "show", "latest")
     assert code == 0
     assert any(line.endswith(warning) for line in out.splitlines())
+
+
+def test_show_telemetry_table_in_80_columns_cuts_nothing(capsys, monkeypatch):
+    # The per-GPU telemetry table (added beside this pass) kept rich's boxed default: "configu…", "thrott…",
+    # and the throttle reasons cut in an 80-column terminal.
+    from dlbench.analysis.energy import combine_ranks
+    from test_group_telemetry import two_node_group
+
+    blocks, ranks = two_node_group()
+    doc = store_docs.document()
+    doc["results"][0].update(workload="bert-large-squad", seq_len=384, world_size=4, compile="max-autotune",
+                             telemetry=combine_ranks(blocks, ranks))
+    _store(doc)
+    text = _show_in_terminal(capsys, monkeypatch, 80, "latest")
+    telemetry = text[text.index("GPU telemetry"):]
+    assert "…" not in telemetry and max(len(line) for line in telemetry.splitlines()) <= 80
+    assert "throttled" in telemetry and "bert-large-squad" in telemetry
+    assert "thermal 40%" in telemetry  # GPU 1 on nodeB's reason, whole
+    for b in blocks:
+        assert f"{b['power_mean_w']:,.0f}" in telemetry and f"{b['temperature_max_c']:.0f}" in telemetry
+    assert "GPU 1 on" in telemetry and "nodeB (rank" in telemetry  # the GPU's name wraps at spaces
+
+
+def test_show_lists_package_versions_as_names_and_versions(capsys, monkeypatch):
+    # The environment's package_versions (added with the GPU-path prep) printed as a Python dict repr.
+    doc = store_docs.document()
+    doc["environment"]["package_versions"] = {"torchvision": "0.26.0", "transformers": "5.17.0", "triton": None}
+    _store(doc)
+    text = " ".join(_show_in_terminal(capsys, monkeypatch, 120, "latest").replace("\u2502", " ").split())
+    assert "package_versions torchvision 0.26.0, transformers 5.17.0, triton -" in text
+    assert "{'" not in text

@@ -144,6 +144,18 @@ def environment_warnings(env_a: dict[str, Any], env_b: dict[str, Any]) -> list[s
         va, vb = env_a.get(key), env_b.get(key)
         if va != vb:
             warnings.append(f"{label} version differs: A {_show(va)}, B {_show(vb)}")
+    # The model libraries recorded beside torch (`package_versions`: torchvision's ResNet, transformers' BERT,
+    # Triton for Inductor). A document written before they were recorded has none: nothing to compare.
+    packages_a, packages_b = env_a.get("package_versions"), env_b.get("package_versions")
+    if isinstance(packages_a, dict) and isinstance(packages_b, dict):
+        def show(packages: dict[str, Any], name: str) -> str:
+            if name not in packages:
+                return "not recorded"
+            return "not installed" if packages[name] is None else str(packages[name])
+
+        for name in dict.fromkeys([*packages_a, *packages_b]):
+            if packages_a.get(name) != packages_b.get(name) or (name in packages_a) != (name in packages_b):
+                warnings.append(f"{name} version differs: A {show(packages_a, name)}, B {show(packages_b, name)}")
     return warnings
 
 

@@ -24,6 +24,7 @@ from dlbench.analysis.energy import (
     gpus_of,
     is_group,
     is_throttled,
+    rank0_only,
     throttle_kind,
     throttle_shares,
     usable,
@@ -378,11 +379,13 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
                 "--compile default."))
         tel = r.get("telemetry")
         if usable(tel):
-            eff = efficiency(tel, sps)
+            eff = efficiency(tel, sps, world_size=entry["world_size"])
             entry["telemetry"] = {"power_mean_w": eff["average_power_w"], "samples_per_s_per_w":
                                   eff["samples_per_s_per_w"], "temperature_max_c": tel.get("temperature_max_c"),
                                   "sm_clock_mean_mhz": tel.get("sm_clock_mean_mhz"),
                                   "throttle_share": tel.get("throttle_share"), "throttled": is_throttled(tel)}
+            if rank0_only(tel, entry["world_size"]):  # an older document: the figures are one GPU's of the group
+                entry["telemetry"]["rank0_only"] = True
             if is_group(tel):
                 hottest = hottest_gpu(tel)
                 entry["telemetry"].update(num_gpus=tel.get("num_gpus"),

@@ -61,23 +61,24 @@ def is_throttled(telemetry: dict[str, Any] | None, threshold: float = THROTTLED_
     return share >= threshold
 
 
+def throttle_kind_shares(telemetry: dict[str, Any] | None) -> dict[str, float]:
+    """{"thermal" / "power" / "hardware": the largest share of samples one of its reasons held the clocks down},
+    in that order, for the kinds seen at all."""
+    if not usable(telemetry):
+        return {}
+    shares = throttle_shares(telemetry)
+    kinds = {kind: max((shares.get(r, 0.0) for r in reasons), default=0.0)
+             for kind, reasons in (("thermal", _THERMAL), ("power", _POWER), ("hardware", ("hw_slowdown",)))}
+    return {kind: share for kind, share in kinds.items() if share > 0}
+
+
 def throttle_kind(telemetry: dict[str, Any] | None, threshold: float = THROTTLED_SHARE) -> list[str]:
     """"thermal" and/or "power" when those reasons reached `threshold` of the samples; "hardware" for hw_slowdown."""
-    if not usable(telemetry):
-        return []
-    shares = throttle_shares(telemetry)
-    kinds = []
-    if max((shares.get(r, 0.0) for r in _THERMAL), default=0.0) >= threshold:
-        kinds.append("thermal")
-    if max((shares.get(r, 0.0) for r in _POWER), default=0.0) >= threshold:
-        kinds.append("power")
-    if shares.get("hw_slowdown", 0.0) >= threshold:
-        kinds.append("hardware")
-    return kinds
+    return [kind for kind, share in throttle_kind_shares(telemetry).items() if share >= threshold]
 
 
 def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
-               measured_time_s: float | None = None) -> dict[str, Any]:
+               measured_time_s: float | None = None, world_size: int | None = 1) -> dict[str, Any]:
     """Derived energy figures for one result.
 
     `samples_per_s` is the result's throughput (all ranks together for a data-parallel run, in which case
@@ -85,7 +86,8 @@ def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
     time, used for the energy of the measured steps and to warn when telemetry covered too little of it.
     Returns `energy_per_sample_j`, `samples_per_s_per_w`, `average_power_w`, `energy_measured_j`,
     `throttled`, `throttle_kind`, `throttled_gpus` (a group's throttled GPUs, named by `gpu_label`),
-    `warnings`; figures are None when they cannot be known.
+    `warnings`; figures are None when they cannot be known. `world_size` is the result's GPU count: a
+    data-parallel result whose telemetry is one GPU's block (`rank0_only`) gets no power or energy figures.
     """
     out: dict[str, Any] = {"energy_per_sample_j": None, "samples_per_s_per_w": None, "average_power_w": None,
                            "energy_measured_j": None, "throttled": None, "throttle_kind": [],
@@ -93,6 +95,11 @@ def efficiency(telemetry: dict[str, Any] | None, samples_per_s: float | None,
     if not usable(telemetry):
         return out
     power = average_power_w(telemetry)
+    if rank0_only(telemetry, world_size):
+        # One GPU's watts against the whole group's samples/s would overstate samples/s per W world_size times.
+        power = None
+        out["warnings"].append(f"telemetry of rank 0's GPU only (1 of {world_size} GPUs): no power or energy "
+                               "figures for the group")
     out["average_power_w"] = power
     out["throttled"] = is_throttled(telemetry)
     out["throttle_kind"] = throttle_kind(telemetry)
@@ -236,6 +243,13 @@ def is_group(telemetry: dict[str, Any] | None) -> bool:
     return isinstance(telemetry, dict) and isinstance(telemetry.get("per_gpu"), list)
 
 
+def rank0_only(telemetry: dict[str, Any] | None, world_size: int | None) -> bool:
+    """A data-parallel result whose telemetry is a single GPU's block, not its group's: documents written before
+    every rank sampled its own GPU (commit 7d93fa1) hold rank 0's block only. Its power and energy are one
+    GPU's, not the group's."""
+    return (world_size or 1) > 1 and usable(telemetry) and not is_group(telemetry)
+
+
 def gpus_of(telemetry: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The per-GPU blocks of a group's telemetry (empty for a one-GPU block)."""
     return [g for g in telemetry.get("per_gpu") or [] if isinstance(g, dict)] if is_group(telemetry) else []
@@ -252,4 +266,4 @@ def result_efficiency(result: dict[str, Any]) -> dict[str, Any]:
     The measured time is the sum of the measured step times over all repeats (the window the sampler saw).
     """
     measured = sum(sum(r.get("step_times_s") or []) for r in result.get("repeats") or []) or None
-    return efficiency(result.get("telemetry"), result.get("samples_per_s"), measured)
+    return efficiency(result.get("telemetry"), result.get("samples_per_s"), measured, result.get("world_size"))

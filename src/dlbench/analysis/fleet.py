@@ -6,7 +6,8 @@
 
 `fleet_report(documents)` groups the results of many runs (one per node, as a Slurm job array makes them) by
 like-for-like configuration: the same `configuration.config_key` (workload, precision, compile mode, batch size,
-sequence length, GPU count, flavour) on the same GPU model (canonical catalogue name, as `ranking` matches GPUs).
+sequence length, GPU count, flavour) over the same number of nodes on the same GPU model (canonical catalogue
+name, as `ranking` matches GPUs).
 Per group it takes the fleet median samples/s and calls a node **slow** when it is more than `threshold_pct`
 below the median *and* its raw step times differ from the pooled step times of its peers (the other runs within
 the threshold of the median) by the test that `dlbench compare` uses (`compare.significance`: Welch's t-test and Mann-Whitney U both below alpha), so that noise
@@ -16,7 +17,8 @@ configuration is flagged as **failed**. Groups with fewer measured runs are show
 Likely causes, from what the result recorded: its telemetry (`diagnose.telemetry_findings`: throttling, a power
 limit below the default, a PCIe link below its maximum, another process on the GPU; for a data-parallel run each
 GPU of `telemetry.per_gpu` when present), its SM clock against the fleet's, and a driver, CUDA, cuDNN or torch
-version (`compare.ENV_KEYS`) or power limit other than the fleet majority's. A cause that most other nodes of the
+version (`compare.ENV_KEYS`), a model library version (`package_versions`: transformers, torchvision,
+Triton) or power limit other than the fleet majority's. A cause that most other nodes of the
 group share (power capping at full load, say) is marked `fleet_wide`: it does not tell this node apart.
 
 Works on plain result documents; nothing here touches torch or the database.
@@ -117,15 +119,16 @@ def fleet_report(docs: list[dict[str, Any]], threshold_pct: float = DEFAULT_THRE
     for doc in docs:
         for result in doc.get("results") or []:
             entry = _entry(doc, result)
-            groups.setdefault((config_key(result), entry["gpu"]), []).append(entry)
+            # The node count too: 8 GPUs over two nodes talk over the network, 8 in one node do not.
+            groups.setdefault((config_key(result), node_count(result), entry["gpu"]), []).append(entry)
     out_groups = []
-    for (_key, gpu), entries in sorted(groups.items(), key=lambda kv: (config_label(kv[1][0]["result"]),
-                                                                         kv[0][1] or "")):
+    for (_key, nodes, gpu), entries in sorted(groups.items(), key=lambda kv: (config_label(kv[1][0]["result"]),
+                                                                                kv[0][1], kv[0][2] or "")):
         # One order whatever the input's (the database lists newest first): the pooled step times, and so the
         # p-values to the last digit, do not depend on it.
         entries.sort(key=lambda e: (e["host"], str(e["device"]), str(e["created_at"]), str(e["doc"].get("run_id"))))
         kept, superseded = (entries, []) if all_runs else _newest_per_node(entries)
-        out_groups.append(_judge(kept, gpu, threshold_pct / 100.0, alpha, superseded))
+        out_groups.append({**_judge(kept, gpu, threshold_pct / 100.0, alpha, superseded), "nodes": nodes})
     flagged = [{"host": row["host"], "node": row["node"], "run_id": row["run_id"], "label": g["label"], "gpu": g["gpu"],
                 "verdict": row["verdict"], "vs_median_pct": row["vs_median_pct"], "cause": _main_cause(row)}
                for g in out_groups for row in g["rows"] if row["flagged"]]
@@ -175,6 +178,18 @@ def _entry(doc: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     return {"doc": doc, "result": result, "env": env, "gpu": _hardware(doc, result),
             "host": str(host) if host else f"run {str(doc.get('run_id'))[:8]}",
             "device": result.get("device"), "created_at": doc.get("created_at")}
+
+
+def node_count(result: dict[str, Any]) -> int:
+    """How many nodes a result ran on: its `nodes` (a count, or older documents' list), else the distinct host
+    names of its ranks, else 1."""
+    nodes = result.get("nodes")
+    if isinstance(nodes, list):
+        return max(len(nodes), 1)
+    if isinstance(nodes, int) and nodes > 0:
+        return nodes
+    hosts = {r.get("hostname") for r in result.get("ranks") or [] if isinstance(r, dict) and r.get("hostname")}
+    return max(len(hosts), 1)
 
 
 def _hardware(doc: dict[str, Any], result: dict[str, Any]) -> str:
@@ -343,6 +358,12 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
             name = label.replace("NVIDIA ", "")
             out.append(_cause(f"{key.removesuffix('_version')}_differs", "warn",
                               f"{label} {have}, the fleet's majority has {fleet}", f"{name} {have} (fleet {fleet})"))
+    packages = env.get("package_versions") if isinstance(env.get("package_versions"), dict) else {}
+    for package, fleet in (majority.get("package_versions") or {}).items():  # transformers, torchvision, ...
+        have = packages.get(package)
+        if have is not None and fleet is not None and have != fleet:
+            out.append(_cause(f"{package}_differs", "warn", f"{package} {have}, the fleet's majority has {fleet}",
+                              f"{package} {have} (fleet {fleet})"))
     limit, fleet_limit = _power_limit(r), majority.get("power_limit_w")
     if limit and fleet_limit and limit < fleet_limit - 1.0 and not any(c["cause"] == "reduced_power_limit"
                                                                          for c in out):
@@ -416,6 +437,10 @@ def _majorities(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
     out = {key: majority([e["env"].get(key) for e in entries]) for key, _ in ENV_KEYS}
     out["power_limit_w"] = majority([_power_limit(e["result"]) for e in entries])
+    # The model libraries (environment `package_versions`), among the runs that recorded them.
+    recorded = [e["env"]["package_versions"] for e in entries if isinstance(e["env"].get("package_versions"), dict)]
+    out["package_versions"] = {name: majority([p.get(name) for p in recorded])
+                               for name in dict.fromkeys(n for p in recorded for n in p)}
     return out
 
 

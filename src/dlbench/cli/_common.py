@@ -83,6 +83,9 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
         return None
     raw = text.strip()
     duration = _DURATION_RE.match(raw)
+    if duration and duration.group(2) == "M":  # 3M read as 3 minutes would quietly drop three months of runs
+        raise BadInput(f"--since {text!r}: M could mean minutes or months; write {duration.group(1)}m for minutes, "
+                       "or give a date such as 2026-01-31")
     if duration:
         amount, unit = float(duration.group(1)), _DURATION_UNITS[duration.group(2).lower()]
         try:

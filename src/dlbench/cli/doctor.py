@@ -156,6 +156,8 @@ def render_diagnosis(report: dict[str, Any]) -> None:
                 bits.append(f"max {tel['temperature_max_c']:.0f} C{hottest}")
             if tel.get("sm_clock_mean_mhz") is not None:
                 bits.append(f"SM {tel['sm_clock_mean_mhz']:.0f} MHz")
+            if bits and tel.get("rank0_only"):
+                bits.append(f"rank 0's GPU only, of {e.get('world_size')}")
             if bits:
                 out.print(Text("    " + ", ".join(bits), style="dim"))
         findings = e.get("findings") or []

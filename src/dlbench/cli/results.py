@@ -65,44 +65,58 @@ def _gpu_text(names: list[str], count: int) -> str:
     return ", ".join(names)
 
 
-def _batch_text(result: dict) -> str:
-    """Per-device batch, with the number of devices when there are several."""
-    if result.get("batch_size") is None:
-        return "-"
-    if result["world_size"] == 1:
-        return str(result["batch_size"])
-    return f"{result['batch_size']} x {result['world_size']}"
-
-
-def _telemetry_table(doc: dict):
+def _telemetry_table(doc: dict, width: int | None = None):
     """GPU power, energy, temperature and clock per measured configuration; a data-parallel configuration has a
-    row for the group (totals) and one per GPU. None when no result has telemetry."""
+    row for the group (totals) and one per GPU. None when no result has telemetry.
+
+    Like the results table, nothing is cut in an 80-column terminal (`width`): numbers and throttle reasons stay
+    whole, the configuration and the GPU wrap."""
+    from rich import box
     from rich.table import Table
 
-    from dlbench.analysis.energy import gpu_label, gpus_of, is_throttled, result_efficiency, usable
+    from dlbench.analysis.configuration import config_label
+    from dlbench.analysis.energy import (
+        gpu_label,
+        gpus_of,
+        is_throttled,
+        rank0_only,
+        result_efficiency,
+        throttle_kind_shares,
+        usable,
+    )
 
-    table = Table(title="GPU telemetry (measured steps)", title_justify="left")
-    for header in ("configuration", "GPU", "mean W", "energy J", "J/sample", "max C", "SM MHz", "throttled"):
-        table.add_column(header, justify="left" if header in ("configuration", "GPU", "throttled") else "right")
+    # One space between columns (the box's). In 80 columns the numbers and "throttled" (one kind a line) take
+    # about 53; the rest is shared by the configuration (its longest word, "bert-large-squad", whole) and the
+    # GPU, which wrap.
+    table = Table(title="GPU telemetry (measured steps)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False, padding=0)
+    table.add_column("configuration", min_width=17, overflow="fold")
+    narrow = width is not None and width < 100
+    table.add_column("GPU", min_width=9, max_width=11 if narrow else None, overflow="fold")
+    for header in ("mean W", "energy J", "J/sample", "max C", "SM MHz"):
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("throttled", no_wrap=True)
 
     def cells(tel: dict, per_sample: float | None) -> list[str]:
         if not usable(tel):
             return ["-", "-", "-", "-", "-", plain(tel.get("reason") or "no telemetry")]
         throttled = is_throttled(tel)
-        kinds = ", ".join(f"{name} {share:.0%}" for name, share in (tel.get("throttle_reasons") or {}).items()
-                          if share > 0 and name != "gpu_idle")
+        # What held the clocks down (the reasons `throttled` counts, not idle or application clocks), one a line.
+        kinds = "\n".join(f"{kind} {share:.0%}" for kind, share in throttle_kind_shares(tel).items())
         return [_num(tel.get("power_mean_w"), digits=0), _num(tel.get("energy_j"), digits=0),
                 _num(per_sample, digits=3), _num(tel.get("temperature_max_c"), digits=0),
                 _num(tel.get("sm_clock_mean_mhz"), digits=0),
-                "-" if throttled is None else (f"yes: {kinds}" if throttled else "no")]
+                "-" if throttled is None else (kinds if throttled else "no")]
 
     for r in doc["results"]:
         tel = r.get("telemetry")
         if not usable(tel):
             continue
-        label = f"{r['workload']} {r['precision']} compile={r['compile']} bs={_batch_text(r)}"
+        label = config_label(r, words=True)
         gpus = gpus_of(tel)
         name = (tel.get("gpu") or {}).get("name") or "-"
+        if rank0_only(tel, r.get("world_size")):  # an older document: one GPU's readings, not the group's
+            name = f"{name} (rank 0 only, of {r['world_size']})"
         per_sample = result_efficiency(r)["energy_per_sample_j"]
         _row(table, label, f"{len(gpus)} GPUs" if gpus else name, *cells(tel, per_sample))
         for g in gpus:
@@ -129,6 +143,8 @@ def _environment_table(doc: dict):
             continue
         if key == "memory_bytes" and value is not None:
             key, value = "memory", f"{value / 1e9:.1f} GB"
+        if isinstance(value, dict):  # package_versions: "transformers 5.23.0, triton -", not a Python dict
+            value = ", ".join(f"{name} {'-' if v is None else v}" for name, v in value.items())
         _row(table, key, "-" if value is None else str(value))
     return table
 
@@ -231,7 +247,7 @@ def register(app: typer.Typer) -> None:
         out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):
             out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
-        telemetry = _telemetry_table(doc)
+        telemetry = _telemetry_table(doc, out.width)
         if telemetry is not None:
             out.print(telemetry)
         out.print("Raw step times: dlbench results show --json " + doc["run_id"][:12], highlight=False)

@@ -121,7 +121,9 @@ def fleet_table(group: dict[str, Any]):
     from rich.text import Text
 
     median = fmt.throughput(group["median_samples_per_s"])
-    title = (f"{config_label(group, words=True)} on {group['gpu']}: median {median} samples/s over "
+    nodes = group.get("nodes") or 1
+    where = f"{config_label(group, words=True)}{f' over {nodes} nodes' if nodes > 1 else ''} on {group['gpu']}"
+    title = (f"{where}: median {median} samples/s over "
              f"{group['measured']} run{'s' if group['measured'] != 1 else ''}")
     # Text, not markup: names from documents may hold "[...]"
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
