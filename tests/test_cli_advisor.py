@@ -159,3 +159,13 @@ def test_no_database_is_created_by_estimating(run, isolated_home):
     result = run(["estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision", "tf32", "--json"])
     assert result.exit_code == 0
     assert not (isolated_home / "dlbench.db").exists()
+
+
+def test_cost_totals_count_every_year(run):
+    # Seed inputs: 591 kWh and 71 USD of electricity a year; the cloud at 2.14 USD/h x 15% x 24 h a day.
+    one = json.loads(run([*SEED_COST, "--years", "1", "--json"]).output)
+    three = json.loads(run([*SEED_COST, "--years", "3", "--json"]).output)
+    assert one["total_cost_of_ownership_usd"] == pytest.approx(2200 + one["electricity_usd_per_year"])
+    assert three["total_cost_of_ownership_usd"] == pytest.approx(2200 + 3 * three["electricity_usd_per_year"])
+    assert three["total_cost_of_ownership_usd"] == pytest.approx(2200 + 3 * 71, abs=2)
+    assert three["cloud_cost_usd"] == pytest.approx(2.14 * 0.15 * 24 * 365 * 3)

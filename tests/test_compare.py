@@ -225,3 +225,18 @@ def test_cli_compare_table_fits_an_80_column_terminal(tmp_path, capsys, monkeypa
     assert "\u2026" not in out  # nothing cut short with an ellipsis
     assert "bert-base-squad" in out and "faster" in out
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_significant_only_when_both_tests_agree():
+    # B's steps all rank above A's but one is a 5 s outlier: Mann-Whitney U says different, Welch's t-test does not.
+    a = [0.100 + 0.0001 * i for i in range(10)]
+    b = [0.102 + 0.0001 * i for i in range(9)] + [5.0]
+    test = significance(a, b)
+    assert test["mannwhitney_p"] < 0.001 and test["welch_p"] > 0.3
+    assert test["significant"] is False
+    # B's steps straddle A's (half faster, half slower), its mean 5% higher: Welch says different, MWU does not.
+    a = [0.100 + 0.0001 * (i % 5) for i in range(20)]
+    b = [(0.095 if i < 10 else 0.116) + 0.00001 * i for i in range(20)]
+    test = significance(a, b)
+    assert test["welch_p"] < 0.05 and test["mannwhitney_p"] > 0.5
+    assert test["significant"] is False

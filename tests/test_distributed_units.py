@@ -148,3 +148,24 @@ def test_run_gpus_bad_input_exits_2(value, capsys):
         main(["run", "--device", "cpu", "--gpus", value])
     assert exit_info.value.code == 2
     assert "--gpus" in capsys.readouterr().err
+
+
+def test_a_rank_out_of_memory_is_recorded_as_oom_not_error():
+    # What a rank writes into its status file, from which the group's result takes its status (see above).
+    import torch
+
+    from dlbench.runner.config import RunConfig
+    from dlbench.runner.rank_worker import classify
+
+    config = RunConfig("resnet50", batch_size=512, device="cuda", world_size=2)
+    status, error = classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), config)
+    assert status == "oom" and "batch size 512" in error and "--batch-size auto" in error
+    try:  # torch.compile and DDP re-raise what happened inside them
+        try:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+        except torch.OutOfMemoryError as inner:
+            raise RuntimeError("backward failed") from inner
+    except RuntimeError as outer:
+        assert classify(outer, config)[0] == "oom"
+    status, error = classify(RuntimeError("NCCL error: unhandled system error"), config)
+    assert status == "error" and "NCCL error" in error

@@ -140,3 +140,17 @@ def test_environment_facts_without_a_gpu_are_null_not_guessed():
         pytest.skip("this machine has a CUDA GPU")
     assert env["gpus"] == [] or all("MPS" in g["name"] for g in env["gpus"])
     assert env["driver_version"] is None or isinstance(env["driver_version"], str)
+
+
+def test_data_parallel_throughput_counts_every_devices_samples():
+    """world_size 2, batch 8 per device: 16 samples a step. Two repeats of two steps, in 0.2 s and 0.4 s:
+    160 and 80 samples/s, 120 on average; achieved FLOP/s is the group's (samples/s x FLOPs per sample)."""
+    config = RunConfig("resnet50", device="cuda", batch_size=8, warmup_steps=1, steps=2, repeats=2, world_size=2)
+    measurement = {"repeats": [{"step_times_s": [0.1, 0.1]}, {"step_times_s": [0.2, 0.2]}],
+                   "warmup_step_times_s": [0.5], "batch_size": 8, "device": "cuda:0", "flops_per_sample": 24.3e9,
+                   "precision_flags": {}, "telemetry": None, "warnings": []}
+    result = make_result(config, "ok", measurement=measurement)
+    assert result["world_size"] == 2 and result["batch_size"] == 8  # per device, as the table shows it
+    assert result["samples_per_s_repeats"] == pytest.approx([160.0, 80.0])
+    assert result["samples_per_s"] == pytest.approx(120.0)
+    assert result["achieved_flops_per_s"] == pytest.approx(120.0 * 24.3e9)

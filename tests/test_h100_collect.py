@@ -101,3 +101,15 @@ def test_amp_speedup_uses_the_reports_batch_rule(collect_module):
     tf32_512 = next(r for r in rows if r["precision"] == "tf32" and r["batch_size"] == 512)
     [amp] = [r for r in rows if r["precision"] == "amp-fp16"]
     assert amp["amp_speedup"] == pytest.approx(amp["samples_per_s"] / tf32_512["samples_per_s"])
+
+
+def test_mfu_of_a_two_gpu_result_is_per_gpu(collect_module):
+    """MFU = samples/s x FLOPs per sample / (GPUs x peak): a 2-GPU run at twice the throughput has the same MFU."""
+    doc = make_document([make_result("resnet50", "amp-bf16", "off", batch_size=256, step_time_s=0.20, seed=1),
+                         make_result("resnet50", "amp-bf16", "off", batch_size=256, world_size=2,
+                                     step_time_s=0.20, seed=1)], env=environment(gpu_count=2))
+    one, two = sorted(collect_module.collect([doc]), key=lambda r: r["world_size"])
+    peak = peak_flops_per_s(lookup("NVIDIA H100 80GB HBM3", 85_520_809_984), "amp-bf16")
+    assert two["samples_per_s"] == pytest.approx(2 * one["samples_per_s"])
+    assert two["mfu"] == pytest.approx(two["samples_per_s"] * 24.3e9 / (2 * peak))
+    assert two["mfu"] == pytest.approx(one["mfu"])

@@ -385,3 +385,154 @@ def test_cpu_run_records_no_cuda_graphs():
     flags = measure(config)["precision_flags"]
     assert flags["cuda_graphs"] is False and flags["peak_memory_scope"] == "measured steps"
     assert "cuda_graph_skips" not in flags
+
+
+class SlowStartWorkload(SleepyWorkload):
+    """Its first `slow_calls` forward passes sleep `slow_s`, every later one `nap_s`: with as many warm-up steps,
+    a warm-up step that leaks into the measured ones shows as a measured step no shorter than `slow_s`."""
+
+    name = "test-slow-start"
+    nap_s = 0.002
+    slow_s = 0.3
+    slow_calls = 2
+
+    def build_model(self, config):
+        import torch
+
+        workload = self
+
+        class SlowStart(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(4))
+                self.calls = 0
+
+            def forward(self, x):
+                self.calls += 1
+                time.sleep(workload.slow_s if self.calls <= workload.slow_calls else workload.nap_s)
+                return (self.weight * x).sum()
+
+        return SlowStart()
+
+
+@pytest.fixture
+def slow_start():
+    workload = registry.register(SlowStartWorkload())
+    yield workload
+    registry.WORKLOADS.pop(workload.name, None)
+
+
+def test_warmup_steps_are_kept_out_of_the_measured_steps(slow_start):
+    config = RunConfig(slow_start.name, batch_size=2, warmup_steps=slow_start.slow_calls, steps=3, repeats=2)
+    result = measure(config)
+    warmup = result["warmup_step_times_s"]
+    measured = [t for r in result["repeats"] for t in r["step_times_s"]]
+    assert len(warmup) == 2 and all(t >= slow_start.slow_s for t in warmup)
+    assert len(measured) == 6 and max(measured) < slow_start.slow_s  # not one slow warm-up step among them
+    stats = summarize([r["step_times_s"] for r in result["repeats"]], result["batch_size"])
+    assert stats["samples_per_s"] > 2 * 3 / (slow_start.slow_s + 2 * slow_start.nap_s)
+
+
+class RecordingClock:
+    """A clock that logs each call into the shared `log` (every duration reads as 1 s)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def marks(self, n):
+        return [None] * n
+
+    def mark(self, marks, i):
+        self.log.append("mark")
+
+    def synchronize(self):
+        self.log.append("device sync")
+
+    def durations(self, marks):
+        self.log.append("read")
+        return [1.0] * (len(marks) - 1)
+
+
+def test_each_repeat_is_bracketed_by_device_sync_then_barrier(monkeypatch):
+    """The order README "Methodology" promises: before each repeat the device is synchronised and then the ranks
+    meet (sync), the clock is marked around every step, and after the last step again device sync, then sync."""
+    import torch
+
+    from dlbench.runner import measure as m
+
+    log = []
+    monkeypatch.setattr(m, "_clock", lambda device: RecordingClock(log))
+
+    class Logged(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args):
+            log.append("step")
+            return self.inner(*args)
+
+    warmup, steps, repeats = 2, 3, 2
+    config = RunConfig("resnet50", flavour="tiny", batch_size=2, warmup_steps=warmup, steps=steps, repeats=repeats)
+    result = measure(config, wrap_model=Logged, sync=lambda: log.append("barrier"))
+    timed = lambda n: ["mark", *["step", "mark"] * n, "read"]  # noqa: E731
+    per_repeat = ["device sync", "barrier", *timed(steps), "device sync", "barrier"]
+    assert log == [*timed(warmup), "device sync", *per_repeat * repeats]
+    assert result["repeats"] == [{"step_times_s": [1.0] * steps}] * repeats
+
+
+def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
+    """On CUDA, event times are read (elapsed_time) only after the host waited for the last event; the
+    milliseconds CUDA reports become seconds."""
+    import torch
+
+    from dlbench.runner import measure as m
+
+    log = []
+    now = iter([0.0, 12.0, 30.0, 31.5])  # the GPU's clock in ms at each record()
+    recorded, completed = [], []  # events in stream order; those the host knows have completed
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+
+        def record(self):
+            self.ms = next(now)
+            recorded.append(self)
+            log.append("record")
+
+        def synchronize(self):  # an event completes after every event recorded before it in the stream
+            completed.extend(recorded[: recorded.index(self) + 1])
+            log.append("wait")
+
+        def elapsed_time(self, end):
+            if self not in completed or end not in completed:
+                raise RuntimeError("Both events must be completed before calculating elapsed time.")  # CUDA's
+            log.append("read")
+            return end.ms - self.ms
+
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    times = m._timed_steps(lambda: log.append("step"), 3, m._CudaClock(torch.device("cuda", 0)), "measure", None)
+    assert times == pytest.approx([0.012, 0.018, 0.0015])
+    assert log == ["record", "step", "record", "step", "record", "step", "record", "wait", "read", "read", "read"]
+
+
+def test_mps_clock_drains_the_queue_before_every_clock_read(monkeypatch):
+    import torch
+
+    from dlbench.runner import measure as m
+
+    log = []
+    ticks = iter([1.0, 1.25, 1.75])
+
+    def perf_counter():
+        log.append("clock")
+        return next(ticks)
+
+    clock = m._MpsClock(torch.device("mps"))
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.mps, "synchronize", lambda: log.append("drain"))
+        patch.setattr(m.time, "perf_counter", perf_counter)
+        times = m._timed_steps(lambda: log.append("step"), 2, clock, "measure", None)
+    assert times == pytest.approx([0.25, 0.5])
+    assert log == ["drain", "clock", "step", "drain", "clock", "step", "drain", "clock"]

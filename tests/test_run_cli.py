@@ -144,6 +144,38 @@ def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
     assert processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)) == []  # no orphan worker
 
 
+def test_each_finished_configuration_is_stored_before_the_next_starts(tmp_path, isolated_home):
+    # A killed `dlbench run` (SIGKILL, the machine's OOM killer, a lost SSH session without a handler) keeps what
+    # it had measured: the run is saved, in the results folder and the database, after every configuration.
+    pidfile = tmp_path / "hang.pid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dlbench", "run", *FAST, "-w", "resnet50", "-w", "fault-hang", "-p", "fp32",
+         "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env(DLBENCH_FAULT_PIDFILE=str(pidfile)))
+    try:
+        deadline = time.monotonic() + 240
+        while not pidfile.exists():  # the first config is done and the hanging one is running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the hanging workload never started"
+            time.sleep(0.2)
+        proc.kill()  # no chance to save anything at exit
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while processes_with_env("DLBENCH_FAULT_PIDFILE", str(pidfile)):  # the worker dies with its parent
+        assert time.monotonic() < deadline, "the worker outlived the killed dlbench run"
+        time.sleep(0.2)
+    (saved,) = (isolated_home / "results").glob("*.json")
+    doc = json.loads(saved.read_text())
+    assert [(r["workload"], r["status"]) for r in doc["results"]] == [("resnet50", "ok")]
+    assert "in progress: 1 of 2 configurations done" in doc["notes"]
+    listed = subprocess.run([sys.executable, "-m", "dlbench", "results", "list", "--json"], capture_output=True,
+                            text=True, timeout=60, env=env())
+    assert [run["run_id"] for run in json.loads(listed.stdout)] == [doc["run_id"]]
+
+
 def _has_cuda() -> bool:
     import torch
 

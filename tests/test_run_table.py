@@ -143,3 +143,12 @@ def test_progress_lines_in_a_log_file_are_not_wrapped():
         display.config_finished(0, {"status": "skipped", "error": reason})
     lines = [line for line in log.getvalue().splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].endswith(reason)
+
+
+def test_data_parallel_row_shows_the_per_device_batch_times_the_devices():
+    # samples/s of a 2-GPU result is the group's; its batch cell says "8 x2" (8 per device), never "16" or "8".
+    text = _render([_result(world_size=2, batch_size=8, samples_per_s=73.2)], 140)
+    row = next(line for line in text.splitlines() if "bert-base-mlm" in line)
+    assert "8 x2" in row and "73.2" in row
+    single = next(line for line in _render([_result()], 140).splitlines() if "bert-base-mlm" in line)
+    assert "8 x" not in single

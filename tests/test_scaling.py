@@ -71,3 +71,19 @@ def test_superlinear_scaling_is_flagged():
     add_scaling_efficiency(results)  # idempotent: the document is rebuilt after every configuration
     assert results[1]["scaling_efficiency"] == pytest.approx(1.5)
     assert len([w for w in results[1]["warnings"] if "above 1" in w]) == 1
+
+
+@pytest.mark.parametrize(("key", "other"), [("precision", "fp32"), ("compile", "default"), ("seq_len", 128),
+                                            ("flavour", "tiny"), ("workload", "bert-large-squad")])
+def test_a_baseline_that_differs_in_any_configuration_key_does_not_count(key, other):
+    # A tiny-model, fp32, eager or other-length one-GPU run is no baseline for this 2-GPU run: efficiency None,
+    # not 190 / (2 x 100). The matching baseline, present too, is the one used.
+    unlike = {**_result(1, 100.0), key: other}
+    results = [unlike, _result(2, 190.0)]
+    add_scaling_efficiency(results)
+    assert results[1]["scaling_efficiency"] is None
+    results = [unlike, _result(1, 125.0), _result(2, 190.0)]
+    add_scaling_efficiency(results)
+    assert results[2]["scaling_efficiency"] == pytest.approx(0.76)
+    series = scaling_series(results)
+    assert sorted(len(s["points"]) for s in series) == [1, 2]

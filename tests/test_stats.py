@@ -68,3 +68,22 @@ def test_warnings_read_well_for_slow_cpu_steps():
     assert "e+0" not in text
     assert "7,000 ms" in text and "2,550 ms" in text
     assert "GPU" not in text
+
+
+def test_percentiles_interpolate_linearly_over_all_measured_steps():
+    # Ten steps of 1..10 s in two repeats. Linear interpolation (numpy's default, as the docstring says):
+    # p5 sits at rank 0.05 x 9 = 0.45 -> 1.45 s; p95 at rank 8.55 -> 9.55 s. Nearest-rank would give 1 and 10,
+    # p10/p90 1.9 and 9.1, percentiles of one repeat only something else again.
+    stats = summarize([[1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]], batch_size=1)
+    st = stats["step_time_s"]
+    assert st["p5"] == pytest.approx(1.45) and st["p95"] == pytest.approx(9.55)
+    assert st["median"] == pytest.approx(5.5) and st["mean"] == pytest.approx(5.5)
+
+
+def test_cv_is_the_sample_standard_deviation_over_the_mean_of_three_repeats():
+    # One step of 10 samples per repeat, in 0.1, 0.2 and 1/6 s: 100, 50 and 60 samples/s. Mean 70 (median 60);
+    # sample standard deviation sqrt((30^2 + 20^2 + 10^2) / 2) = sqrt(700) (the population one divides by 3).
+    stats = summarize([[0.1], [0.2], [1 / 6]], batch_size=10)
+    assert stats["samples_per_s_repeats"] == pytest.approx([100.0, 50.0, 60.0])
+    assert stats["samples_per_s"] == pytest.approx(70.0)
+    assert stats["cv"] == pytest.approx(math.sqrt(700) / 70)

@@ -271,6 +271,26 @@ def test_import_conflicting_content_is_refused_and_writes_nothing(store, tmp_pat
     assert store.get_run(stored["run_id"]) == stored
 
 
+def test_refused_import_leaves_the_stored_runs_json_copy_alone(store, tmp_path):
+    # The results folder keeps each stored run's JSON (what `results import` can reload): a refused import must
+    # neither overwrite a stored run's copy with the conflicting content nor leave copies of runs it never stored.
+    stored = store_docs.document()
+    _write_docs(tmp_path / "first", [stored])
+    store.import_paths([tmp_path / "first"])
+    copy_of_stored = paths.results_dir() / f"{stored['run_id']}.json"
+    assert json.loads(copy_of_stored.read_text()) == stored
+    changed = copy.deepcopy(stored)
+    changed["results"][0]["samples_per_s"] *= 2
+    fresh = store_docs.document()
+    _write_docs(tmp_path / "in", [fresh, changed])
+    with pytest.raises(DataError, match="already stored with different content"):
+        store.import_paths([tmp_path / "in"])
+    assert json.loads(copy_of_stored.read_text()) == stored
+    assert sorted(p.name for p in paths.results_dir().glob("*.json")) == [copy_of_stored.name]
+    assert store.get_run(stored["run_id"]) == stored
+    assert [r["run_id"] for r in store.list_runs()] == [stored["run_id"]]
+
+
 def test_import_missing_path(store, tmp_path):
     with pytest.raises(BadInput, match="no such file or folder"):
         store.import_paths([tmp_path / "nope.json"])

@@ -419,3 +419,41 @@ def test_real_nvml_sampler_finds_the_cuda_device_by_uuid():
     assert block["available"] is True, block.get("reason")
     assert block["gpu"]["matched_by"] == "uuid"
     assert block["num_samples"] >= 1 and block["power_mean_w"] > 0 and block["sm_clock_mean_mhz"] > 0
+
+
+def test_real_wrapper_reads_the_energy_counter_in_millijoules():
+    import types
+
+    import pynvml
+
+    from dlbench.telemetry.nvml import Nvml
+
+    fake = types.SimpleNamespace(
+        NVMLError=pynvml.NVMLError, NVML_ERROR_NOT_SUPPORTED=pynvml.NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_FUNCTION_NOT_FOUND=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+        nvmlDeviceGetTotalEnergyConsumption=lambda h: 123_456_789,  # millijoules since the driver loaded
+        nvmlDeviceGetPowerManagementDefaultLimit=lambda h: 350_000,  # milliwatts
+    )
+    nv = Nvml(fake)
+    assert nv.energy_j(None) == pytest.approx(123_456.789)
+    assert nv.default_power_limit_w(None) == pytest.approx(350.0)
+
+
+def test_an_energy_counter_that_went_backwards_falls_back_to_integrating_power():
+    # A driver reload resets the counter mid-run: end < start says nothing about the energy used.
+    block = _drive(FakeGpu(power_w=300.0, energy_j=[5000.0, 12.0]), 4)
+    assert block["energy_method"] == ENERGY_INTEGRATED
+    assert block["duration_s"] == pytest.approx(0.3)
+    assert block["energy_j"] == pytest.approx(300.0 * 0.3)
+
+
+def test_mean_power_weights_each_reading_by_the_time_around_it():
+    # Readings at 0, 0.1 and 1.0 s of 100, 100 and 400 W: 0.1 x 100 + 0.9 x 250 = 235 J over 1 s is 235 W;
+    # the plain mean of the readings (200 W) would over-weight the closely spaced first two.
+    from dlbench.telemetry.sampler import SERIES_KEYS, summarize
+
+    columns = {key: [None] * 3 for key in SERIES_KEYS}
+    columns.update(t_s=[0.0, 0.1, 1.0], power_w=[100.0, 100.0, 400.0])
+    block = summarize(columns, {}, None, None, 0.1)
+    assert block["energy_method"] == ENERGY_INTEGRATED and block["energy_j"] == pytest.approx(235.0)
+    assert block["power_mean_w"] == pytest.approx(235.0) and block["power_max_w"] == 400.0
