@@ -276,3 +276,20 @@ def test_carried_wheels_match_the_pins_and_python_312():
         assert python in ("py3", "cp312") and abi in ("none", "cp312"), wheel.name
         assert platform == "any" or "x86_64" in platform, wheel.name
     assert sorted(found) == sorted(pin.replace("_", "-") for pin in pins)
+
+
+def test_apply_precision_uses_the_one_precision_list(torch_flags):
+    """apply_precision accepts exactly runner.config.PRECISIONS and rejects anything else with the shared check's
+    message (it used to keep its own list, which could drift from the planner's)."""
+    from dlbench.errors import BadInput
+    from dlbench.runner.config import PRECISIONS, check_precision
+    from dlbench.runner.precision import AUTOCAST_DTYPES, apply_precision
+
+    assert set(AUTOCAST_DTYPES) <= set(PRECISIONS)
+    for precision in PRECISIONS:
+        assert apply_precision(precision, "cpu").precision == precision
+    with pytest.raises(BadInput) as shared:
+        check_precision("fp8")
+    with pytest.raises(BadInput) as raised:
+        apply_precision("fp8", "cpu")
+    assert str(raised.value) == str(shared.value)
