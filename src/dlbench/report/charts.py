@@ -230,7 +230,8 @@ def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
 def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "step_times", where: str = "") -> Chart:
     """Box plots of measured step times (ms) per configuration, one panel per workload.
 
-    `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "cv": float|None}]}]`.
+    `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "p5_s": float, "p95_s": float,
+    "cv": float|None}]}]`.
     Boxes span the quartiles, whiskers p5-p95, dots are the steps outside them: noise you can see.
     """
     total = sum(len(g["configs"]) for g in groups)
@@ -273,7 +274,8 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
 
 def _box_stats(times_ms: list[float], config: dict[str, Any]) -> dict[str, Any]:
     """One box for `Axes.bxp`: quartiles and median as matplotlib computes them, whiskers at exactly the result's
-    p5 and p95 (`step_time_s` in the document, the figures the tables print), dots for the steps beyond them.
+    p5 and p95 (`p5_s`/`p95_s`: `step_time_s` in the document, the figures the tables print, or
+    `analysis.stats.step_time_percentiles` for a document without them), dots for the steps beyond them.
 
     matplotlib's own `whis=(5, 95)` ends each whisker at the last step inside the percentile instead, which
     with a few steps (a CPU run) can sit far from the p95 the table shows."""
@@ -281,10 +283,7 @@ def _box_stats(times_ms: list[float], config: dict[str, Any]) -> dict[str, Any]:
     from matplotlib import cbook
 
     stats = cbook.boxplot_stats(times_ms, whis=(5, 95))[0]
-    if config.get("p5_s") is not None and config.get("p95_s") is not None:
-        low, high = config["p5_s"] * 1e3, config["p95_s"] * 1e3
-    else:  # same definition as analysis.stats: linear interpolation over the pooled steps
-        low, high = (float(v) for v in np.percentile(times_ms, [5, 95]))
+    low, high = config["p5_s"] * 1e3, config["p95_s"] * 1e3
     stats["whislo"], stats["whishi"] = low, high
     stats["fliers"] = np.array([t for t in times_ms if t < low or t > high])
     return stats

@@ -27,6 +27,7 @@ from dlbench.analysis.ranking import (
 )
 from dlbench.analysis.scaling import scaling_series
 from dlbench.analysis.speedups import speedups
+from dlbench.analysis.stats import step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
 
@@ -296,10 +297,12 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
             if run["prefix"]:
                 label = f"{run['tag']} \u00b7 {label}"
             spread = r.get("step_time_s") or {}
+            p5, p95 = spread.get("p5"), spread.get("p95")
+            if p5 is None or p95 is None:  # a document without them: the same definition, from analysis
+                p5, p95 = step_time_percentiles(times)
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
-                 "p5_s": spread.get("p5"), "p95_s": spread.get("p95"), "samples_per_s": r.get("samples_per_s"),
-                 "key": config_key(r)})
+                 "p5_s": p5, "p95_s": p95, "samples_per_s": r.get("samples_per_s"), "key": config_key(r)})
     if not by_workload:
         return None
     groups, thinned = [], False
