@@ -199,6 +199,23 @@ def test_report_draws_one_line_per_gpu(monkeypatch):
     assert seen[3]["series"]["temperature_c"][2] == 88
 
 
+def test_report_names_rank_0s_gpu_on_an_older_data_parallel_result(monkeypatch):
+    """An older multi-GPU result sampled rank 0's GPU only: its line says so, unlike a group's or one GPU's."""
+    from dlbench.report import charts, html
+    from report_docs import make_result
+
+    blocks, ranks = two_node_group()
+    results = [make_result(world_size=1, telemetry=blocks[0], seed=1),
+               make_result(world_size=2, telemetry=blocks[0], seed=2),
+               make_result(world_size=4, telemetry=combine_ranks(blocks, ranks), seed=4)]
+    seen = []
+    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or {})
+    monkeypatch.setattr(html, "_figure", lambda chart, caption=None: chart)
+    html._telemetry_group([{"results": results}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
+    rank0 = [t["label"] for t in seen if t["label"].endswith("rank 0's GPU")]
+    assert len(seen) == 1 + 1 + 4 and len(rank0) == 1 and "2 GPUs" in rank0[0]
+
+
 def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_power_figures(tmp_path, capsys):
     """Before every rank sampled its own GPU, a data-parallel result stored rank 0's one-GPU block: its watts
     against the group's samples/s overstated samples/s per W world_size times. Stored documents still hold it."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from dlbench import __version__
 from dlbench.analysis.configuration import config_key, config_parts
-from dlbench.analysis.energy import gpu_label, gpus_of
+from dlbench.analysis.energy import gpu_label, gpus_of, rank0_only
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -369,6 +369,8 @@ def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                  f"{fmt.workload_name(r['workload'])} \u00b7 {label}")
         if role:
             label += f" ({role})"
+        if rank0_only(r.get("telemetry"), r.get("world_size")):  # older multi-GPU results: one GPU's readings
+            label += " \u00b7 rank 0's GPU"
         for block, series in m["series"]:
             if series:
                 traces.append({"label": f"{label} \u00b7 {gpu_label(block)}" if m["blocks"] > 1 else label,
