@@ -56,7 +56,7 @@ _STYLE = {
     "text.parse_math": False,  # host names and error messages are text: "$x$" must not become mathtext
 }
 # File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
-CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry")
+CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*")
 WIDTH_IN = 9.0
 DPI = 150
 # Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).
@@ -370,16 +370,22 @@ TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperatur
                     ("sm_clock_mhz", "SM clock (MHz)", 1.0))
 
 
-def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "") -> Chart:
-    """GPU power, temperature and SM clock over the measured steps, one line per configuration (per GPU of a
-    data-parallel configuration).
+def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "",
+                    subject: str | None = None, note: str | None = None) -> Chart:
+    """GPU power, temperature and SM clock over the measured steps: one line per trace.
 
     `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
-    (see `html.telemetry_series`); each distinct power limit is drawn once, as a dotted line.
+    (see `html.telemetry_series`); each distinct power limit is drawn once, as a dotted line. Without `subject`
+    the lines are one-GPU configurations (`where` names the hardware); with it, the chart is that one
+    data-parallel configuration's and the lines are its GPUs. `note` is added to the caption.
     """
     panels = [p for p in TELEMETRY_PANELS if any(t["series"].get(p[0]) for t in traces)]
-    title = f"GPU telemetry during measurement{_on(where)}"
+    title = f"GPU telemetry: {subject}" if subject else f"GPU telemetry during measurement{_on(where)}"
     caption = "Sampled while the measured steps ran (warm-up and compilation excluded); time from the first step."
+    if subject:
+        caption += " One line per GPU of this data-parallel configuration."
+    if note:
+        caption += f" {note}"
     with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
@@ -401,7 +407,11 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
-        axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
+        if subject:  # a line per GPU, short names: under the panels, clear of the lines
+            fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
+                       ncols=min(4, len(traces)), fontsize=8.5)
+        else:
+            axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
         _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 
