@@ -72,3 +72,21 @@ def large_fleet(count=64):
         factor, telemetry = faults.get(host, (1.0, tel()))
         docs.append(node(host, STEP_S / factor, telemetry, seed=i))
     return docs
+
+
+def ddp_result_with_series(num_gpus=8, hot_gpu=None, seed=0, host="dgx01", seconds=5.0, **result):
+    """A data-parallel result whose `per_gpu` blocks carry series (`report_docs.telemetry_block`): every GPU
+    power-capped now and then (`tel()`); `hot_gpu` also throttles thermally at 91 C, its clock falling."""
+    from report_docs import telemetry_block
+
+    blocks = []
+    for i in range(num_gpus):
+        block = gpu_block(i, host, **(THERMAL if i == hot_gpu else {}))
+        series = telemetry_block(seconds=seconds)["series"]
+        series["temperature_c"] = [t + i + (20 if i == hot_gpu else 0) for t in series["temperature_c"]]
+        block["series"] = series
+        blocks.append(block)
+    group = {**tel(), "num_gpus": num_gpus, "per_gpu": blocks,
+             "throttle_share": max(b["throttle_share"] for b in blocks),
+             "temperature_max_c": max(b["temperature_max_c"] for b in blocks)}
+    return make_result(world_size=num_gpus, seed=seed, telemetry=group, **result)

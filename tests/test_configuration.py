@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
+from dlbench.analysis import configuration
 from dlbench.analysis.configuration import config_key, config_label, config_parts
 from dlbench.runner.config import RunConfig
 
@@ -57,14 +61,40 @@ def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     from dlbench.analysis import points
     from dlbench.errors import BadInput
     from dlbench.runner.capabilities import unsupported_reason
-    from dlbench.runner.config import check_compile_mode, check_precision
+    from dlbench.runner.config import PRECISIONS, check_compile_mode, check_precision
 
     assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"
     with pytest.raises(BadInput) as bad_precision:
         check_precision("fp8")
     assert str(bad_precision.value) == "unknown precision 'fp8'; choose from: fp32, tf32, amp-fp16, amp-bf16"
     assert points.check_precision is check_precision  # estimate and advise
+    assert configuration.check_precision is check_precision and configuration.PRECISIONS is PRECISIONS
     assert unsupported_reason(RunConfig("resnet50", precision="fp8")) == str(bad_precision.value)
     with pytest.raises(BadInput, match="^unknown compile mode 'fast'; choose from: off, default"):
         check_compile_mode("fast")
     assert unsupported_reason(RunConfig("resnet50", compile="fast")).startswith("unknown compile mode 'fast'")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_analysis_imports_neither_runner_nor_report_nor_torch():
+    """STYLE: data flows runner -> analysis -> report; analysis/ reads plain dicts and never pulls in the runner
+    (which reaches torch) or the renderers. Every import in the file counts, function-level ones included."""
+    analysis = Path(configuration.__file__).parent
+    offenders = {}
+    for path in sorted(analysis.glob("*.py")):
+        bad = sorted(name for name in _imported_modules(path)
+                     if name.split(".")[0] == "torch"
+                     or name.startswith(("dlbench.runner", "dlbench.report", "dlbench.cli")))
+        if bad:
+            offenders[path.name] = bad
+    assert offenders == {}
+

@@ -271,6 +271,21 @@ def test_the_newest_run_of_a_host_counts_unless_all_runs():
     assert len(every["groups"][0]["rows"]) == 7 and every["exit_code"] == 1
 
 
+def test_cuda_and_cuda_0_on_one_host_are_one_node():
+    """Older runs recorded the device as "cuda", newer ones "cuda:0": the same GPU, so one node whose newest run
+    counts, named by its host alone."""
+    docs = six_nodes()
+    old = docs[3]
+    old["results"][0]["device"] = "cuda"
+    fixed = node("node04", seed=44, created_at="2026-11-23T04:00:00Z")  # device cuda:0, after the fix
+    report = fleet_report([*docs, fixed])
+    (group,) = report["groups"]
+    assert group["superseded"] == [old["run_id"]] and len(group["rows"]) == 6
+    assert rows_by_host(report)["node04"]["run_id"] == fixed["run_id"]
+    assert {row["node"] for row in group["rows"]} == {f"node0{i}" for i in range(1, 7)}
+    assert report["exit_code"] == 0
+
+
 def test_select_documents_by_time_host_and_gpu():
     docs = [node("node01", created_at="2026-11-20T00:00:00Z"), node("Node02"), node("gpu-a")]
     docs[2]["environment"]["gpus"][0]["name"] = "NVIDIA A100-SXM4-80GB"

@@ -112,6 +112,52 @@ def test_out_of_memory_is_recognised_however_it_arrives():
     assert not is_oom(ValueError("out of memory"))  # not a torch runtime failure
 
 
+def _raised_while_handling(inner: BaseException, outer: BaseException) -> BaseException:
+    """`outer` raised inside the `except` that caught `inner` (so `outer.__context__ is inner`, no cause)."""
+    try:
+        try:
+            raise inner
+        except type(inner):
+            raise outer  # noqa: B904 - the implicit context is what is being tested
+    except type(outer) as caught:
+        assert caught.__context__ is inner and caught.__cause__ is None
+        return caught
+
+
+def test_an_error_raised_while_handling_an_oom_is_its_own_failure():
+    """Only an explicit cause always counts; an unrelated error raised in an OOM handler (a bug in the cleanup,
+    a failed log write) is an error, not an OOM."""
+    import torch
+
+    from dlbench.runner.worker import is_oom
+
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert not is_oom(_raised_while_handling(oom, KeyError("step_time_s")))
+    assert not is_oom(_raised_while_handling(oom, RuntimeError("mat1 and mat2 shapes cannot be multiplied")))
+    assert not is_oom(_raised_while_handling(RuntimeError("CUDA error: out of memory"), OSError("disk full")))
+
+
+def test_a_cuda_library_failure_raised_while_handling_an_oom_is_an_oom():
+    """cuBLAS/cuDNN report the allocation they could not make inside torch's OOM handling as their own status."""
+    import torch
+
+    from dlbench.runner.worker import is_oom
+
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    for library_error in ("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+                          "CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, ...)`"):
+        assert is_oom(_raised_while_handling(oom, RuntimeError(library_error)))
+        assert not is_oom(RuntimeError(library_error))  # on its own it is no OOM
+    # an explicit cause is followed whatever the outer error is, through several levels
+    try:
+        try:
+            raise RuntimeError("backend='inductor' raised") from oom
+        except RuntimeError as compiled:
+            raise ValueError("compilation failed") from compiled
+    except ValueError as outer:
+        assert is_oom(outer)
+
+
 _SAMPLER_CHOICE = """
 import sys
 assert "torch" not in sys.modules
@@ -276,3 +322,20 @@ def test_carried_wheels_match_the_pins_and_python_312():
         assert python in ("py3", "cp312") and abi in ("none", "cp312"), wheel.name
         assert platform == "any" or "x86_64" in platform, wheel.name
     assert sorted(found) == sorted(pin.replace("_", "-") for pin in pins)
+
+
+def test_apply_precision_uses_the_one_precision_list(torch_flags):
+    """apply_precision accepts exactly runner.config.PRECISIONS and rejects anything else with the shared check's
+    message (it used to keep its own list, which could drift from the planner's)."""
+    from dlbench.errors import BadInput
+    from dlbench.runner.config import PRECISIONS, check_precision
+    from dlbench.runner.precision import AUTOCAST_DTYPES, apply_precision
+
+    assert set(AUTOCAST_DTYPES) <= set(PRECISIONS)
+    for precision in PRECISIONS:
+        assert apply_precision(precision, "cpu").precision == precision
+    with pytest.raises(BadInput) as shared:
+        check_precision("fp8")
+    with pytest.raises(BadInput) as raised:
+        apply_precision("fp8", "cpu")
+    assert str(raised.value) == str(shared.value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -191,12 +192,31 @@ def test_report_draws_one_line_per_gpu(monkeypatch):
     result = {"workload": "resnet50", "precision": "amp-bf16", "compile": "off", "batch_size": 8,
               "world_size": 4, "telemetry": combine_ranks(blocks, ranks)}
     seen = []
-    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or {})
-    monkeypatch.setattr(html, "_figure", lambda chart: chart)
+    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or SimpleNamespace(
+        caption=""))
+    monkeypatch.setattr(html, "_figure", lambda chart, caption=None: chart)
     html._telemetry_group([{"results": [result]}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
-    assert [t["label"].rsplit(" \u00b7 ", 1)[1] for t in seen] == [
-        "GPU 0 on nodeA", "GPU 1 on nodeA", "GPU 0 on nodeB (rank 2)", "GPU 1 on nodeB (rank 3)"]
+    assert [t["label"] for t in seen] == [
+        "GPU 0 on nodeA", "GPU 1 on nodeA", "GPU 0 on nodeB (rank 2)", "GPU 1 on nodeB (rank 3) \u00b7 throttled (thermal)"]
     assert seen[3]["series"]["temperature_c"][2] == 88
+
+
+def test_report_names_rank_0s_gpu_on_an_older_data_parallel_result(monkeypatch):
+    """An older multi-GPU result sampled rank 0's GPU only: its line says so, unlike a group's or one GPU's."""
+    from dlbench.report import charts, html
+    from report_docs import make_result
+
+    blocks, ranks = two_node_group()
+    results = [make_result(world_size=1, telemetry=blocks[0], seed=1),
+               make_result(world_size=2, telemetry=blocks[0], seed=2),
+               make_result(world_size=4, telemetry=combine_ranks(blocks, ranks), seed=4)]
+    seen = []
+    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or SimpleNamespace(
+        caption=""))
+    monkeypatch.setattr(html, "_figure", lambda chart, caption=None: chart)
+    html._telemetry_group([{"results": results}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
+    rank0 = [t["label"] for t in seen if t["label"].endswith("rank 0's GPU")]
+    assert len(seen) == 1 + 1 + 4 and len(rank0) == 1 and "2 GPUs" in rank0[0]
 
 
 def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_power_figures(tmp_path, capsys):
@@ -239,3 +259,86 @@ def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_powe
     shown = Console(width=200, record=True, file=io.StringIO())
     shown.print(_telemetry_table(doc))
     assert "(rank 0 only, of 2)" in shown.export_text()
+
+
+def _twelve_eight_gpu_configurations():
+    """12 data-parallel configurations on 8 GPUs each (GPU 3 throttles thermally in the 5th and 10th), and two
+    one-GPU configurations."""
+    from fleet_docs import ddp_result_with_series
+    from report_docs import environment, make_document, make_result, telemetry_block
+
+    configs = [(p, c, bs) for p in ("tf32", "amp-fp16", "amp-bf16") for c in ("off", "default") for bs in (128, 256)]
+    results = [ddp_result_with_series(8, hot_gpu=3 if i in (4, 9) else None, seed=i, precision=p, compile=c,
+                                      batch_size=bs) for i, (p, c, bs) in enumerate(configs)]
+    results += [make_result(precision=p, telemetry=telemetry_block(), seed=20 + i)
+                for i, p in enumerate(("tf32", "amp-fp16"))]
+    return make_document(results, env=environment(hostname="dgx01", gpu_count=8)), configs
+
+
+def test_report_draws_a_chart_per_data_parallel_configuration(monkeypatch):
+    """96 lines on one chart (12 configurations x 8 GPUs) could not be read: the one-GPU configurations share a
+    chart, each data-parallel one gets its own (a line per GPU), the most throttled first, and past four the
+    caption names what was left out."""
+    from dlbench.report import charts, html
+
+    doc, configs = _twelve_eight_gpu_configurations()
+    calls = []
+
+    def chart(traces, out_dir, name="telemetry", where="", subject=None, note=None):
+        calls.append({"traces": traces, "name": name, "subject": subject, "note": note})
+        return SimpleNamespace(name=name, caption=f"caption of {name}." + (f" {note}" if note else ""))
+
+    monkeypatch.setattr(charts, "telemetry_chart", chart)
+    monkeypatch.setattr(html, "_figure", lambda c, caption=None: {"name": c.name, "caption": caption or c.caption})
+    group = html._telemetry_group([doc], [html._run_info(doc, 0, 1)], None)
+    assert [f["name"] for f in group["figures"]] == ["telemetry", "telemetry_1", "telemetry_2", "telemetry_3",
+                                                     "telemetry_4"]
+    singles, *per_config = calls
+    assert singles["subject"] is None and len(singles["traces"]) == 2
+    for call in per_config:
+        assert [t["label"] for t in call["traces"]][:3] == ["GPU 0", "GPU 1", "GPU 2"]
+        assert len(call["traces"]) == 8 and "8 GPUs" in call["subject"]
+        assert call["note"].startswith("Every GPU throttled (power)")  # said once, not on each line
+    # the two configurations with a thermally throttled GPU come first, and that GPU's line says so
+    hot = [html._short_config(doc["results"][i]) for i in (4, 9)]
+    assert [any(h in call["subject"] for h in hot) for call in per_config] == [True, True, False, False]
+    assert per_config[0]["traces"][3]["label"] == "GPU 3 \u00b7 throttled (thermal)"
+    last = group["figures"][-1]["caption"]
+    assert "Of 12 data-parallel configurations, the 4 whose GPUs throttled most, then ran hottest, are drawn" in last
+    assert last.count("8 GPUs") == 6 and "; and 2 more." in last  # 8 left out: six named, two counted
+    assert all("not drawn" not in f["caption"] for f in group["figures"][:-1])
+
+
+def test_report_writes_the_per_configuration_telemetry_charts(tmp_path):
+    from dlbench.report.html import write_report
+
+    doc, _ = _twelve_eight_gpu_configurations()
+    stale = tmp_path / "charts" / "telemetry_9.svg"  # from an earlier report with more charts
+    stale.parent.mkdir(parents=True)
+    stale.write_text("<svg/>")
+    html = write_report([doc], tmp_path, published=[]).read_text(encoding="utf-8")
+    written = sorted(p.name for p in (tmp_path / "charts").glob("telemetry*.svg"))
+    assert written == ["telemetry.svg"] + [f"telemetry_{i}.svg" for i in range(1, 5)]
+    for i in range(1, 5):
+        assert f'<figure id="telemetry_{i}">' in html
+    assert "not drawn:" in html
+
+
+def test_a_32_gpu_configuration_draws_its_16_worst_gpus(monkeypatch):
+    from dlbench.report import charts, html
+    from fleet_docs import ddp_result_with_series
+    from report_docs import environment, make_document
+
+    result = ddp_result_with_series(32, hot_gpu=27)
+    result["telemetry"]["per_gpu"][20]["temperature_max_c"] = 85.0  # hot, not throttled thermally
+    doc = make_document([result], env=environment(hostname="dgx01", gpu_count=8))
+    calls = []
+    monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: calls.append((traces, k)) or
+                        SimpleNamespace(name=k["name"], caption=""))
+    monkeypatch.setattr(html, "_figure", lambda c, caption=None: c)
+    html._telemetry_group([doc], [html._run_info(doc, 0, 1)], None)
+    ((traces, kwargs),) = calls
+    labels = [t["label"] for t in traces]
+    assert len(labels) == 16 and labels[0] == "GPU 0"  # in rank order
+    assert "GPU 27 \u00b7 throttled (thermal)" in labels and "GPU 20" in labels
+    assert "16 of its 32 GPUs are drawn" in kwargs["note"]

@@ -14,6 +14,7 @@ from dlbench.runner.plan import (
     DeviceFacts,
     RunOptions,
     build_plan,
+    check_workloads,
     resolve_device,
     validate_options,
 )
@@ -58,6 +59,29 @@ def test_unknown_workload_lists_the_valid_ones():
     with pytest.raises(BadInput) as info:
         build_plan(RunOptions(workloads=["resnet5O"]), DeviceFacts())
     assert "resnet50" in info.value.format_message() and "bert-base-squad" in info.value.format_message()
+
+
+def test_workload_names_match_regardless_of_case():
+    assert check_workloads(["RESNET50", " Bert-Base-Squad"]) == ["resnet50", "bert-base-squad"]
+    plan = build_plan(RunOptions(workloads=["ResNet50"], tiny=True), DeviceFacts())
+    assert [item.config.workload for item in plan.items] == ["resnet50"]
+    with pytest.raises(BadInput, match=r"use -w resnet50 --tiny"):
+        check_workloads(["RESNET50-TINY"])
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_empty_workload_name_says_so_and_suggests_nothing(name):
+    with pytest.raises(BadInput) as info:
+        check_workloads([name])
+    message = info.value.format_message()
+    assert message.startswith("empty workload name (choose from: ") and "did you mean" not in message
+
+
+def test_prefix_and_typo_hints():
+    with pytest.raises(BadInput, match=r"did you mean bert-base-mlm, bert-base-squad\?"):
+        check_workloads(["BERT-BASE"])
+    with pytest.raises(BadInput, match=r"did you mean resnet50\?"):
+        check_workloads(["resnet5O"])
 
 
 @pytest.mark.parametrize("gpu,first_precision", [(H100, "tf32"), (T4, "fp32")])

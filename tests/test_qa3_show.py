@@ -153,6 +153,47 @@ def test_step_time_whiskers_are_the_p5_p95_the_table_prints(tmp_path, monkeypatc
     assert sorted(seen[0]["fliers"]) == pytest.approx([48.5, 1999.4])  # the steps beyond p5 and p95
 
 
+def test_step_time_whiskers_of_a_document_without_percentiles_come_from_analysis(tmp_path, monkeypatch):
+    """A result without stored p5/p95 gets them from analysis.stats (the definition `summarize` records), passed
+    to the chart: report/ draws, it does not compute."""
+    import report_docs
+    from dlbench.analysis.stats import step_time_percentiles
+    from dlbench.report import charts
+    from dlbench.report.html import write_report
+
+    result = report_docs.make_result(steps=7, repeats=2, noise_s=0.02)
+    result["step_time_s"] = {"mean": None, "median": None}  # an older or hand-made document
+    pooled = [t for rep in result["repeats"] for t in rep["step_times_s"]]
+    seen = []
+    original = charts.step_time_chart
+
+    def spy(groups, *args, **kwargs):
+        seen.extend(c for g in groups for c in g["configs"])
+        return original(groups, *args, **kwargs)
+
+    monkeypatch.setattr(charts, "step_time_chart", spy)
+    write_report([report_docs.make_document([result])], tmp_path, published=[])
+    (config,) = seen
+    assert (config["p5_s"], config["p95_s"]) == pytest.approx(step_time_percentiles(pooled))
+    assert config["p5_s"] < config["p95_s"]
+
+
+def test_report_modules_compute_no_percentiles():
+    """STYLE: report/ only renders; percentiles are analysis.stats' (one definition for tables and charts)."""
+    import ast
+    from pathlib import Path
+
+    import dlbench.report
+
+    called = {}
+    for path in Path(dlbench.report.__file__).parent.glob("*.py"):
+        names = {node.attr for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Attribute)}
+        found = names & {"percentile", "nanpercentile", "quantile", "nanquantile", "quantiles"}
+        if found:
+            called[path.name] = sorted(found)
+    assert called == {}
+
+
 def test_report_methodology_says_how_each_device_was_timed(tmp_path):
     # The page said "the device is synchronised before every clock read" for every run; on CUDA dlbench records
     # events at each step boundary and synchronises once per repeat (README, "Clocks"), on a CPU it reads a clock.

@@ -81,6 +81,7 @@ def test_unusable_database_keeps_the_json_and_warns(tmp_path, isolated_home):
 
 BAD_INPUTS = [
     (["-w", "resnet5O"], "unknown workload"),
+    (["-w", ""], "empty workload name"),
     (["-p", "fp64"], "unknown precision"),
     (["-c", "fast"], "unknown compile mode"),
     (["--batch-size", "0"], "--batch-size"),

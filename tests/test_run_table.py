@@ -125,6 +125,23 @@ def test_scaling_table_in_80_columns_cuts_nothing():
     assert max(len(line) for line in text.splitlines()) <= 80
 
 
+def test_scaling_table_node_counts_follow_the_flavour():
+    """A tiny and a full run of one configuration are different rows: neither shows the other's node count."""
+    from dlbench.report.scaling_table import scaling_table
+
+    results = [_result(flavour=flavour, world_size=n, nodes=nodes, samples_per_s=speed * n)
+               for flavour, nodes, speed in (("tiny", 1, 30.0), ("full", 2, 10.0)) for n in (1, 4)]
+    console = Console(width=120, record=True)
+    console.print(scaling_table(results))
+    rows = {}
+    for line in console.export_text().splitlines():
+        cells = line.split()
+        if len(cells) > 6 and cells[-6] == "4":  # ... devices nodes global-batch samples/s ideal efficiency
+            rows[" ".join(cells[:-6])] = cells[-5]
+    assert rows == {"bert-base-mlm fp32 compile=off bs=8/device seq=32 tiny": "1",
+                    "bert-base-mlm fp32 compile=off bs=8/device seq=32": "2"}
+
+
 def test_progress_lines_in_a_log_file_are_not_wrapped():
     # Piped to a file, a skipped configuration's line was broken at 80 columns mid-reason.
     import io

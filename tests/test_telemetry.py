@@ -457,3 +457,56 @@ def test_mean_power_weights_each_reading_by_the_time_around_it():
     block = summarize(columns, {}, None, None, 0.1)
     assert block["energy_method"] == ENERGY_INTEGRATED and block["energy_j"] == pytest.approx(235.0)
     assert block["power_mean_w"] == pytest.approx(235.0) and block["power_max_w"] == 400.0
+
+
+# --- thinning the raw series -----------------------------------------------------------------------------------
+
+
+def test_a_long_series_is_thinned_but_the_summaries_see_every_reading():
+    """2,000 readings: the kept series has at most 600, the first and last among them; the one hot reading and the
+    one clock dip fall between kept points, yet the maximum temperature and the minimum clock are theirs."""
+    from dlbench.telemetry.series import SERIES_MAX_POINTS
+
+    temps, clocks = [60.0] * 2000, [1980.0] * 2000
+    temps[1], clocks[2] = 93.0, 1410.0
+    block = _drive(FakeGpu(temperature_c=temps, sm_clock_mhz=clocks, energy_j=[0.0, 60_000.0]), 2000)
+    series = block["series"]
+    kept = len(series["t_s"])
+    assert kept <= SERIES_MAX_POINTS and {len(v) for v in series.values()} == {kept}
+    every = block["series_thinning"]["every"]
+    assert block["series_thinning"] == {"readings": 2000, "kept": kept, "every": every} and every == 4
+    assert series["t_s"][0] == pytest.approx(0.1) and series["t_s"][-1] == pytest.approx(200.0)  # first, last
+    assert series["t_s"][1] == pytest.approx(0.1 + every * 0.1)  # real readings, every 4th
+    assert 93.0 not in series["temperature_c"] and 1410.0 not in series["sm_clock_mhz"]
+    assert block["num_samples"] == 2000 and block["duration_s"] == pytest.approx(199.9)
+    assert block["temperature_max_c"] == 93.0 and block["sm_clock_min_mhz"] == 1410.0
+
+
+def test_a_short_series_is_kept_whole():
+    block = _drive(FakeGpu(), 50)
+    assert len(block["series"]["t_s"]) == 50 and "series_thinning" not in block
+
+
+def test_a_data_parallel_result_keeps_no_more_readings_than_its_budget():
+    """Eight GPUs share the result's budget (150 readings each), so an 8-GPU sweep's documents do not grow eight
+    times; thinning an already thinned series counts readings taken, not points kept."""
+    import json
+
+    from dlbench.runner.distributed import combine_ranks as combine_measurements
+    from dlbench.telemetry.series import GROUP_SERIES_MAX_POINTS, series_cap
+
+    one = _drive(FakeGpu(power_w=[300.0 + i % 50 for i in range(1200)], energy_j=[0.0, 36_000.0]), 1200)
+    assert one["series_thinning"]["every"] == 3
+    per_rank = [{"env": {"rank": r, "local_rank": r, "node_rank": 0, "hostname": "dgx", "device": f"cuda:{r}",
+                         "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_uuid": None},
+                 "measurement": {"repeats": [{"step_times_s": [0.1] * 10}], "warmup_step_times_s": [0.5],
+                                 "peak_memory_bytes": None, "batch_size": 4, "device": f"cuda:{r}",
+                                 "telemetry": json.loads(json.dumps(one))}} for r in range(8)]
+    group = combine_measurements(per_rank, 8)["telemetry"]
+    assert series_cap(8) == 150 and series_cap(1) == 600 and series_cap(2) == 600
+    points = [len(g["series"]["t_s"]) for g in group["per_gpu"]]
+    assert max(points) <= 150 and sum(points) <= GROUP_SERIES_MAX_POINTS
+    assert group["per_gpu"][0]["series_thinning"] == {"readings": 1200, "kept": points[0], "every": 3 * 3}
+    assert group["num_samples"] == 1200 and group["power_mean_w"] == pytest.approx(8 * one["power_mean_w"])
+    # an 8-GPU sweep of 50 such configurations stays a few MB in the database (compact JSON)
+    assert 50 * len(json.dumps(group)) < 5e6

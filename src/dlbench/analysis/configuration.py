@@ -7,7 +7,9 @@ configuration reads the same everywhere and two configurations never read alike:
     config_label(result)              # "bert-base-squad amp-fp16 compile=default bs=64 seq=384 x2 tiny"
     config_label(result, words=True)  # "bert-base-squad amp-fp16 compile default bs 64 seq 384 2 GPUs tiny"
 
-Works on plain dicts (a result, a stored row, `RunConfig.to_dict()`); nothing here imports torch.
+Works on plain dicts (a result, a stored row, `RunConfig.to_dict()`); nothing here imports torch. The precision
+and compile-mode names and their checks are here too, so that `analysis/` (estimate, advise) and `runner/`
+(the planner, `RunConfig`) share one list without `analysis/` importing `runner/`.
 """
 
 from __future__ import annotations
@@ -15,8 +17,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dlbench.errors import BadInput
+
 # The fields that identify one measured configuration; two results are compared only when all agree.
 CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "world_size", "flavour")
+
+# Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
+# amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+
+# torch.compile modes; "off" is eager execution.
+COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-overhead")
+
+
+def check_precision(name: str) -> str:
+    """`name` if it is a dlbench precision, else BadInput naming the valid ones."""
+    if name not in PRECISIONS:
+        raise BadInput(f"unknown precision {name!r}; choose from: {', '.join(PRECISIONS)}")
+    return name
+
+
+def check_compile_mode(name: str) -> str:
+    """`name` if it is a torch.compile mode dlbench runs, else BadInput naming the valid ones."""
+    if name not in COMPILE_MODES:
+        raise BadInput(f"unknown compile mode {name!r}; choose from: {', '.join(COMPILE_MODES)}")
+    return name
+
 
 # What a missing field means (older documents and rows leave them out).
 _DEFAULTS: dict[str, Any] = {"flavour": "full", "world_size": 1, "compile": "off"}

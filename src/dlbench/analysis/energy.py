@@ -164,9 +164,9 @@ def combine_ranks(blocks: list[dict[str, Any] | None], ranks: list[dict[str, Any
     Power and energy add up over the GPUs (null unless every GPU of the group reported them: a partial sum is
     not the group's); temperatures take the maximum; clocks and utilisation average; each throttle reason takes
     its largest share over the GPUs and `throttle_reason_ranks` lists the ranks that saw it (the slowest GPU
-    sets the pace). `per_gpu` holds every GPU's own block (with its raw `series`) under its identity (`rank`,
-    `node_rank`, `hostname`, `device`, `device_index`, `uuid`, `name`); a GPU without sensors is there with
-    `available: false` and its `reason`. Only when no GPU has telemetry is the result unavailable, with the
+    sets the pace). `per_gpu` holds every GPU's own block (with its `series`, as thinned by the runner:
+    `telemetry.series`) under its identity (`rank`, `node_rank`, `hostname`, `device`, `device_index`, `uuid`,
+    `name`); a GPU without sensors is there with `available: false` and its `reason`. Only when no GPU has telemetry is the result unavailable, with the
     reasons.
     """
     ranks = list(ranks) if ranks is not None else [{} for _ in blocks]

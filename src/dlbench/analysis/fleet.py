@@ -204,18 +204,23 @@ def _hardware(doc: dict[str, Any], result: dict[str, Any]) -> str:
     return device
 
 
+def node_device(device: Any) -> str | None:
+    """The device as a node's key: "cuda" is the first visible GPU, as "cuda:0" (older runs recorded "cuda")."""
+    return "cuda:0" if device == "cuda" else device
+
+
 def _newest_per_node(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     from dlbench.store.documents import parse_created_at
 
     newest: dict[tuple, dict[str, Any]] = {}
     superseded = []
     for e in sorted(entries, key=lambda e: parse_created_at(e["created_at"]), reverse=True):
-        node = (e["host"], e["device"])
+        node = (e["host"], node_device(e["device"]))
         if node in newest:
             superseded.append(e["doc"].get("run_id"))
         else:
             newest[node] = e
-    return [e for e in entries if newest.get((e["host"], e["device"])) is e], superseded
+    return [e for e in entries if newest.get((e["host"], node_device(e["device"]))) is e], superseded
 
 
 def _judge(entries: list[dict[str, Any]], gpu: str | None, threshold: float, alpha: float,
@@ -247,9 +252,9 @@ def _name_nodes(rows: list[dict[str, Any]]) -> None:
     from one-GPU runs on each device in turn)."""
     devices: dict[str, set] = {}
     for row in rows:
-        devices.setdefault(row["host"], set()).add(row["device"])
+        devices.setdefault(row["host"], set()).add(node_device(row["device"]))
     for row in rows:
-        device = str(row["device"] or "")
+        device = str(node_device(row["device"]) or "")
         several = len(devices[row["host"]]) > 1 and row["world_size"] == 1 and ":" in device
         row["node"] = f"{row['host']} GPU {device.split(':', 1)[1]}" if several else row["host"]
 

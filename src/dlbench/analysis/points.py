@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from dlbench.analysis.configuration import PRECISIONS, check_precision  # noqa: F401 - re-exported
 from dlbench.errors import BadInput
-from dlbench.runner.config import PRECISIONS, check_precision  # noqa: F401 - re-exported: light, no torch
 
 # dlbench's workload names (the torch-side registry is not imported here: it would pull in torch) with the
 # sequence length a published row must have to be comparable (CONTRACTS: bert-*-squad384 -> seq 384,

@@ -51,7 +51,7 @@ def summarize(repeats_step_times_s: list[list[float]], batch_size: int, world_si
     steps = np.asarray([t for times in repeats_step_times_s for t in times], dtype=float)
     mean = float(steps.mean())
     median = float(np.median(steps))
-    p5, p95 = (float(v) for v in np.percentile(steps, [5, 95]))
+    p5, p95 = step_time_percentiles(steps)
     if len(steps) > 1:
         std = float(steps.std(ddof=1))
         if std > STEP_STD_WARN * mean:
@@ -80,6 +80,12 @@ def summarize(repeats_step_times_s: list[list[float]], batch_size: int, world_si
         "step_time_s": {"mean": mean, "median": median, "p5": p5, "p95": p95},
         "warnings": warnings,
     }
+
+
+def step_time_percentiles(step_times_s) -> tuple[float, float]:
+    """The 5th and 95th percentile of pooled step times (linear interpolation), as `summarize` records them."""
+    p5, p95 = np.percentile(np.asarray(step_times_s, dtype=float), [5, 95])
+    return float(p5), float(p95)
 
 
 def _ms(seconds: float) -> str:

@@ -41,8 +41,8 @@ def register(app: typer.Typer) -> None:
 def filter_published(gpu: str | None = None, workload: str | None = None, precision: str | None = None,
                      num_gpus: int | None = None, published: list[Any] | None = None) -> list[Any]:
     """Published rows matching every given filter; an unknown GPU, workload or precision is `BadInput`."""
+    from dlbench.analysis.configuration import check_precision
     from dlbench.analysis.ranking import load_published_rows
-    from dlbench.runner.config import check_precision
 
     rows = load_published_rows() if published is None else published
     if precision is not None:

@@ -147,7 +147,7 @@ def run(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout, gpus=gpus))
-    check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
     if not math.isfinite(max_start_temp):

@@ -56,7 +56,7 @@ _STYLE = {
     "text.parse_math": False,  # host names and error messages are text: "$x$" must not become mathtext
 }
 # File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
-CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry")
+CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*")
 WIDTH_IN = 9.0
 DPI = 150
 # Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).
@@ -230,7 +230,8 @@ def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
 def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "step_times", where: str = "") -> Chart:
     """Box plots of measured step times (ms) per configuration, one panel per workload.
 
-    `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "cv": float|None}]}]`.
+    `groups`: `[{"workload": str, "configs": [{"label": str, "step_times_s": [float], "p5_s": float, "p95_s": float,
+    "cv": float|None}]}]`.
     Boxes span the quartiles, whiskers p5-p95, dots are the steps outside them: noise you can see.
     """
     total = sum(len(g["configs"]) for g in groups)
@@ -273,7 +274,8 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
 
 def _box_stats(times_ms: list[float], config: dict[str, Any]) -> dict[str, Any]:
     """One box for `Axes.bxp`: quartiles and median as matplotlib computes them, whiskers at exactly the result's
-    p5 and p95 (`step_time_s` in the document, the figures the tables print), dots for the steps beyond them.
+    p5 and p95 (`p5_s`/`p95_s`: `step_time_s` in the document, the figures the tables print, or
+    `analysis.stats.step_time_percentiles` for a document without them), dots for the steps beyond them.
 
     matplotlib's own `whis=(5, 95)` ends each whisker at the last step inside the percentile instead, which
     with a few steps (a CPU run) can sit far from the p95 the table shows."""
@@ -281,10 +283,7 @@ def _box_stats(times_ms: list[float], config: dict[str, Any]) -> dict[str, Any]:
     from matplotlib import cbook
 
     stats = cbook.boxplot_stats(times_ms, whis=(5, 95))[0]
-    if config.get("p5_s") is not None and config.get("p95_s") is not None:
-        low, high = config["p5_s"] * 1e3, config["p95_s"] * 1e3
-    else:  # same definition as analysis.stats: linear interpolation over the pooled steps
-        low, high = (float(v) for v in np.percentile(times_ms, [5, 95]))
+    low, high = config["p5_s"] * 1e3, config["p95_s"] * 1e3
     stats["whislo"], stats["whishi"] = low, high
     stats["fliers"] = np.array([t for t in times_ms if t < low or t > high])
     return stats
@@ -371,16 +370,22 @@ TELEMETRY_PANELS = (("power_w", "power (W)", 1.0), ("temperature_c", "temperatur
                     ("sm_clock_mhz", "SM clock (MHz)", 1.0))
 
 
-def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "") -> Chart:
-    """GPU power, temperature and SM clock over the measured steps, one line per configuration (per GPU of a
-    data-parallel configuration).
+def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "telemetry", where: str = "",
+                    subject: str | None = None, note: str | None = None) -> Chart:
+    """GPU power, temperature and SM clock over the measured steps: one line per trace.
 
     `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
-    (see `html.telemetry_series`); each distinct power limit is drawn once, as a dotted line.
+    (see `html.telemetry_series`); each distinct power limit is drawn once, as a dotted line. Without `subject`
+    the lines are one-GPU configurations (`where` names the hardware); with it, the chart is that one
+    data-parallel configuration's and the lines are its GPUs. `note` is added to the caption.
     """
     panels = [p for p in TELEMETRY_PANELS if any(t["series"].get(p[0]) for t in traces)]
-    title = f"GPU telemetry during measurement{_on(where)}"
+    title = f"GPU telemetry: {subject}" if subject else f"GPU telemetry during measurement{_on(where)}"
     caption = "Sampled while the measured steps ran (warm-up and compilation excluded); time from the first step."
+    if subject:
+        caption += " One line per GPU of this data-parallel configuration."
+    if note:
+        caption += f" {note}"
     with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
@@ -402,7 +407,11 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
-        axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
+        if subject:  # a line per GPU, short names: under the panels, clear of the lines
+            fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
+                       ncols=min(4, len(traces)), fontsize=8.5)
+        else:
+            axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
         _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from dlbench import __version__
 from dlbench.analysis.configuration import config_key, config_parts
-from dlbench.analysis.energy import gpu_label, gpus_of
+from dlbench.analysis.energy import THROTTLED_SHARE, gpu_label, gpus_of, rank0_only, throttle_kind
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -27,6 +27,7 @@ from dlbench.analysis.ranking import (
 )
 from dlbench.analysis.scaling import scaling_series
 from dlbench.analysis.speedups import speedups
+from dlbench.analysis.stats import step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
 
@@ -296,10 +297,12 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
             if run["prefix"]:
                 label = f"{run['tag']} \u00b7 {label}"
             spread = r.get("step_time_s") or {}
+            p5, p95 = spread.get("p5"), spread.get("p95")
+            if p5 is None or p95 is None:  # a document without them: the same definition, from analysis
+                p5, p95 = step_time_percentiles(times)
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
-                 "p5_s": spread.get("p5"), "p95_s": spread.get("p95"), "samples_per_s": r.get("samples_per_s"),
-                 "key": config_key(r)})
+                 "p5_s": p5, "p95_s": p95, "samples_per_s": r.get("samples_per_s"), "key": config_key(r)})
     if not by_workload:
         return None
     groups, thinned = [], False
@@ -345,35 +348,107 @@ def telemetry_series(telemetry: Any) -> dict[str, list] | None:
     return {k: (v if any(x is not None for x in v) else []) for k, v in cols.items()}
 
 
+# Data-parallel configurations get a telemetry chart each (one line per GPU); past this many, the ones whose GPUs
+# throttled most, then ran hottest, are drawn and the caption names the rest.
+TELEMETRY_GROUP_CHARTS_MAX = 4
+# Past this many GPUs in one configuration, its chart draws the throttled and hottest ones (a 64-GPU run's 64
+# lines would be as unreadable as one line per GPU of every configuration on one chart).
+TELEMETRY_GPU_LINES_MAX = 16
+
+
 def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
-    # A data-parallel group: one line per GPU, from each GPU's own series.
+    """One chart of the one-GPU configurations together (a line each), then one per data-parallel configuration
+    (a line per GPU, from each GPU's own series)."""
     recorded = []
     for doc, run in zip(documents, runs, strict=True):
         for r in doc.get("results") or []:
-            blocks = gpus_of(r.get("telemetry")) or [r.get("telemetry")]
-            series = [(block, telemetry_series(block)) for block in blocks]
+            gpus = gpus_of(r.get("telemetry"))
+            series = [(block, telemetry_series(block)) for block in gpus or [r.get("telemetry")]]
             if any(ts for _, ts in series):
-                recorded.append({"run": run, "result": r, "series": series, "blocks": len(blocks),
+                recorded.append({"run": run, "result": r, "series": series, "group": bool(gpus),
                                  "samples_per_s": r.get("samples_per_s") or 0.0, "key": config_key(r)})
     if not recorded:
         return None
-    kept = _thin(recorded, lambda m: m["key"])
-    traces = []
-    for m, role in kept:
-        run, r = m["run"], m["result"]
-        label = _short_config(r)
-        label = (f"{run['tag']} \u00b7 {label}" if run["prefix"] else
-                 f"{fmt.workload_name(r['workload'])} \u00b7 {label}")
-        if role:
-            label += f" ({role})"
-        for block, series in m["series"]:
-            if series:
-                traces.append({"label": f"{label} \u00b7 {gpu_label(block)}" if m["blocks"] > 1 else label,
-                               "series": series, "power_limit_w": block.get("power_limit_w")})
-    chart = charts.telemetry_chart(traces, chart_dir, where=_where(runs))
+    figures = []
+    singles = [m for m in recorded if not m["group"]]
+    if singles:
+        kept = _thin(singles, lambda m: m["key"])
+        traces = [{"label": _telemetry_label(m, role), "series": series, "power_limit_w": block.get("power_limit_w")}
+                  for m, role in kept for block, series in m["series"] if series]
+        chart = charts.telemetry_chart(traces, chart_dir, where=_where(runs))
+        figures.append(_figure(chart, f"{chart.caption} {_THINNED}") if len(kept) < len(singles) else _figure(chart))
+    groups = [m for m in recorded if m["group"]]
+    if groups:
+        kept = _thin(groups, lambda m: m["key"])
+        # Throttled first (by share of samples), then hottest: the charts worth a look when not all fit.
+        kept.sort(key=lambda item: _severity(item[0]["result"]["telemetry"]))
+        shown, left_out = kept[:TELEMETRY_GROUP_CHARTS_MAX], kept[TELEMETRY_GROUP_CHARTS_MAX:]
+        for i, (m, role) in enumerate(shown):
+            chart = _gpu_telemetry_chart(m, role, chart_dir, f"telemetry_{i + 1}")
+            caption = chart.caption
+            if i == len(shown) - 1 and left_out:
+                caption += " " + _left_out_caption(len(kept), [_telemetry_label(lm, lrole) for lm, lrole in left_out])
+            if i == len(shown) - 1 and len(kept) < len(groups):
+                caption += " " + _THINNED
+            figures.append(_figure(chart, caption))
     return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
-                  "falling clocks at a power or thermal limit explain lower throughput.",
-                  [_figure(chart, f"{chart.caption} {_THINNED}") if len(kept) < len(recorded) else _figure(chart)])
+                  "falling clocks at a power or thermal limit explain lower throughput.", figures)
+
+
+def _telemetry_label(m: dict[str, Any], role: str | None) -> str:
+    """A configuration's name on the telemetry charts: the run (of several) or the workload, then the rest."""
+    run, r = m["run"], m["result"]
+    label = _short_config(r)
+    label = f"{run['tag']} \u00b7 {label}" if run["prefix"] else f"{fmt.workload_name(r['workload'])} \u00b7 {label}"
+    if role:
+        label += f" ({role})"
+    if rank0_only(r.get("telemetry"), r.get("world_size")):  # older multi-GPU results: one GPU's readings
+        label += " \u00b7 rank 0's GPU"
+    return label
+
+
+def _gpu_telemetry_chart(m: dict[str, Any], role: str | None, chart_dir, name: str) -> charts.Chart:
+    """A data-parallel configuration's chart: a line per GPU (the throttled and hottest, past the line limit)."""
+    run = m["run"]
+    lines = [(i, block, series) for i, (block, series) in enumerate(m["series"]) if series]
+    # A throttle kind every GPU shares (a power cap at full load) is said once, in the caption, not on each line.
+    kinds = {i: throttle_kind(block) for i, block, _ in lines}
+    common = [k for k in kinds[lines[0][0]] if all(k in ks for ks in kinds.values())]
+    notes = [f"Every GPU throttled ({', '.join(common)}) in at least {THROTTLED_SHARE:.0%} of its samples."
+             ] if common else []
+    if len(lines) > TELEMETRY_GPU_LINES_MAX:
+        drawn = {i for i, _, _ in sorted(lines, key=lambda line: (_severity(line[1]), line[0]))[
+            :TELEMETRY_GPU_LINES_MAX]}
+        notes.append(f"{TELEMETRY_GPU_LINES_MAX} of its {len(lines)} GPUs are drawn: those that throttled most, then "
+                     "ran hottest; `dlbench results show` lists every GPU's figures.")
+        lines = [line for line in lines if line[0] in drawn]
+    traces = []
+    for i, block, series in lines:
+        label = gpu_label(block, home_host=run.get("hostname"), position=i)
+        own = [k for k in kinds[i] if k not in common]
+        if own:
+            label += f" \u00b7 throttled ({', '.join(own)})"
+        traces.append({"label": label, "series": series, "power_limit_w": block.get("power_limit_w")})
+    subject = _telemetry_label(m, role)
+    if run.get("gpus") and not run.get("prefix"):
+        subject += f" \u00b7 {run['gpus']}"
+    return charts.telemetry_chart(traces, chart_dir, name=name, subject=subject, note=" ".join(notes) or None)
+
+
+def _severity(telemetry: dict[str, Any]) -> tuple[float, float]:
+    """Sort key, worst first: the larger share of samples throttled, then the higher peak temperature."""
+    return (-(telemetry.get("throttle_share") or 0.0), -(telemetry.get("temperature_max_c") or 0.0))
+
+
+def _left_out_caption(count: int, labels: list[str]) -> str:
+    """What the data-parallel telemetry charts leave out, by name (the first few)."""
+    named = "; ".join(labels[:LEFT_OUT_NAMED])
+    more = f"; and {len(labels) - LEFT_OUT_NAMED} more" if len(labels) > LEFT_OUT_NAMED else ""
+    return (f"Of {count} data-parallel configurations, the {count - len(labels)} whose GPUs throttled most, then "
+            f"ran hottest, are drawn; not drawn: {named}{more}. `dlbench results show` lists every GPU's figures.")
+
+
+LEFT_OUT_NAMED = 6
 
 
 # Past this many runs of one configuration (a fleet), the per-run charts show three of them, each a measured result:

@@ -15,10 +15,11 @@ def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel sca
     from rich import box
     from rich.table import Table
 
+    from dlbench.analysis.configuration import config_key
     from dlbench.analysis.scaling import scaling_series
 
-    nodes = {(r.get("workload"), r.get("precision"), r.get("compile"), r.get("batch_size"), r.get("seq_len"),
-              r.get("world_size") or 1): r.get("nodes") for r in results}
+    # Keyed like every other display of a configuration (flavour included: a tiny and a full run differ).
+    nodes = {config_key(r): r.get("nodes") for r in results}
     # The run table's look; numbers never cut, the configuration wraps (an 80-column terminal cut its header).
     table = Table(title=title, header_style="bold", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, padding=(0, 1, 0, 0))
@@ -29,8 +30,7 @@ def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel sca
                          min_width=len(col) if col == "configuration" else None)
     for series in scaling_series(results):
         for p in series["points"]:
-            key = (series["workload"], series["precision"], series["compile"], series["batch_size"],
-                   series["seq_len"], p["world_size"])
+            key = config_key({**series, "world_size": p["world_size"]})
             table.add_row(
                 series["label"],
                 str(p["world_size"]),

@@ -10,33 +10,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from dlbench.analysis.configuration import config_label
-from dlbench.errors import BadInput
-
-# Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
-# amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
-
-# torch.compile modes; "off" is eager execution.
-COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-overhead")
+# The precision and compile-mode names and their checks live with the rest of what identifies a configuration
+# (analysis/ must not import runner/); they stay importable from here.
+from dlbench.analysis.configuration import (  # noqa: F401 - re-exported
+    COMPILE_MODES,
+    PRECISIONS,
+    check_compile_mode,
+    check_precision,
+    config_label,
+)
 
 # Workload size: "full" is the published model; "tiny" is a few layers and small inputs that train on a CPU
 # in well under a second per step (tests and smoke checks).
 FLAVOURS: tuple[str, ...] = ("full", "tiny")
-
-
-def check_precision(name: str) -> str:
-    """`name` if it is a dlbench precision, else BadInput naming the valid ones."""
-    if name not in PRECISIONS:
-        raise BadInput(f"unknown precision {name!r}; choose from: {', '.join(PRECISIONS)}")
-    return name
-
-
-def check_compile_mode(name: str) -> str:
-    """`name` if it is a torch.compile mode dlbench runs, else BadInput naming the valid ones."""
-    if name not in COMPILE_MODES:
-        raise BadInput(f"unknown compile mode {name!r}; choose from: {', '.join(COMPILE_MODES)}")
-    return name
 
 
 @dataclass(frozen=True)

@@ -241,12 +241,14 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
     `world_size`, `nodes` (the number of distinct nodes), `ranks` (each rank's environment, step times and peak
     memory), `warnings` (different GPU models in the group) and `telemetry_reason`. With more than one rank,
     `telemetry` describes the group: `analysis.energy.combine_ranks` of every rank's block (each rank sampled
-    its own GPU; `telemetry_reason` in a rank's entry says why it has none).
+    its own GPU; `telemetry_reason` in a rank's entry says why it has none), each GPU's series thinned to
+    `telemetry.series.series_cap(world_size)` readings.
     """
     from dlbench.analysis.energy import combine_ranks as combine_telemetry
     from dlbench.analysis.energy import usable
     from dlbench.analysis.scaling import mixed_gpu_warning, slowest_rank_repeats
     from dlbench.telemetry.sampler import unavailable
+    from dlbench.telemetry.series import series_cap, thin_series
 
     base = dict(per_rank[0]["measurement"])
     repeats_by_rank = [[rep["step_times_s"] for rep in p["measurement"]["repeats"]] for p in per_rank]
@@ -271,6 +273,8 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
     ]
     blocks = [p["measurement"].get("telemetry")
               or unavailable(p.get("telemetry_reason") or "no telemetry sampler on this rank") for p in per_rank]
+    if world_size > 1:  # each GPU's series shares the result's budget, so a result does not grow with its GPUs
+        blocks = [thin_series(b, series_cap(world_size)) for b in blocks]
     telemetry = blocks[0] if world_size == 1 else combine_telemetry(blocks, [p["env"] for p in per_rank])
     base["telemetry"] = telemetry
     base["telemetry_reason"] = None if usable(telemetry) else (

@@ -198,27 +198,36 @@ def _device_syntax_ok(device: str) -> bool:
     return prefix == "cuda" and index.isdigit()
 
 
-def check_workloads(names: list[str]) -> None:
-    """Unknown workload names raise BadInput listing the valid ones, with the name probably meant: `X-tiny`
-    is `-w X --tiny`, a typo gets its close matches."""
+def check_workloads(names: list[str]) -> list[str]:
+    """The registry's names for `names`, matched regardless of case (`RESNET50` is resnet50).
+
+    An unknown name raises BadInput listing the valid ones, with the name probably meant: `X-tiny` is
+    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so.
+    """
     import difflib
 
     from dlbench.errors import BadInput
     from dlbench.workloads import registry
 
     known = registry.names()
+    by_lower = {k.lower(): k for k in known}
+    checked = []
     for name in names:
-        if name in known:
+        wanted = name.strip().lower()
+        if wanted in by_lower:
+            checked.append(by_lower[wanted])
             continue
-        base = name.removesuffix("-tiny").removesuffix("_tiny")
-        if base != name and base in known:
-            hint = f"; the tiny flavour is an option: use -w {base} --tiny"
+        if not wanted:
+            raise BadInput(f"empty workload name (choose from: {', '.join(known)})")
+        base = wanted.removesuffix("-tiny").removesuffix("_tiny")
+        if base != wanted and base in by_lower:
+            hint = f"; the tiny flavour is an option: use -w {by_lower[base]} --tiny"
         else:
-            close = [k for k in known if k.startswith(name)] or sorted(
-                difflib.get_close_matches(name, known, n=3, cutoff=0.6))
+            close = [k for k in known if k.lower().startswith(wanted)] or sorted(
+                by_lower[m] for m in difflib.get_close_matches(wanted, by_lower, n=3, cutoff=0.6))
             hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise BadInput(f"unknown workload {name!r}{hint} (choose from: {', '.join(known)})")
-
+    return checked
 
 # -------------------------------------------------------------------------------------------------- device
 
@@ -264,7 +273,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     from dlbench.workloads import registry
 
     validate_options(options)
-    check_workloads(options.workloads)
+    options.workloads = check_workloads(options.workloads)
     facts = facts if facts is not None else DeviceFacts.detect()
     device = resolve_device(options.device, facts)
     entry = _device_entry(device, facts)

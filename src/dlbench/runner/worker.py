@@ -95,10 +95,21 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 LIBRARY_ALLOC_FAILED = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED")
 
 
+# Text of a failure inside a CUDA (or ROCm) library call: what cuBLAS/cuDNN raise when an allocation they make
+# fails, often as INTERNAL_ERROR or EXECUTION_FAILED rather than ALLOC_FAILED.
+DEVICE_LIBRARY_ERROR = ("CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_", "cuDNN error", "CUSOLVER_STATUS_",
+                        "HIP error")
+
+
 def is_oom(exc: BaseException) -> bool:
     """A device out-of-memory error: torch.OutOfMemoryError, a RuntimeError saying "out of memory" (older
     torch, MPS, ROCm, "CUDA error: out of memory") or a CUDA library's allocation failure, raised directly or
-    as the cause of another error (torch.compile wraps what happens while it compiles)."""
+    as the cause of another error (torch.compile wraps what happens while it compiles).
+
+    The error being handled when this one was raised (`__context__`) counts only when this one is itself a
+    CUDA-library failure: cuBLAS/cuDNN fail that way inside torch's OOM handling (freeing the cache and retrying
+    leaves them no workspace). Any other error raised while an OOM was being handled is its own failure.
+    """
     try:
         import torch
     except ImportError:  # pragma: no cover - the worker always has torch
@@ -113,11 +124,18 @@ def is_oom(exc: BaseException) -> bool:
         seen.add(id(current))
         if oom_types and isinstance(current, oom_types):
             return True
+        library_error = False
         if isinstance(current, RuntimeError):
             text = str(current)
             if "out of memory" in text.lower() or any(code in text for code in LIBRARY_ALLOC_FAILED):
                 return True
-        current = current.__cause__ or current.__context__
+            library_error = any(marker in text for marker in DEVICE_LIBRARY_ERROR)
+        if current.__cause__ is not None:
+            current = current.__cause__
+        elif library_error and not current.__suppress_context__:
+            current = current.__context__
+        else:
+            current = None
     return False
 
 

@@ -173,6 +173,7 @@ _TELEMETRY_OPTIONAL = {
     "throttle_reason_ranks": (_nullable(lambda v: isinstance(v, dict) and all(
         isinstance(k, str) and _list_of(_is_int)(x) for k, x in v.items())), "an object of integer lists or null"),
     "per_gpu": (_nullable(_list_of(lambda v: isinstance(v, dict))), "a list of objects or null"),
+    "series_thinning": _OPT_DICT,
 }
 # Who each GPU of a group's `per_gpu` is (besides the telemetry keys above).
 _PER_GPU_OPTIONAL = {

@@ -12,7 +12,8 @@ themselves so that the window is bounded exactly.
 
 `stop()` returns the result's `telemetry` block; see `summarize()` for its keys. Energy comes from NVML's
 total-energy counter where the GPU has one (Volta and later), else from integrating the power samples over
-time (trapezoid rule); `energy_method` says which.
+time (trapezoid rule); `energy_method` says which. The raw `series` is kept for the report's chart, thinned to
+at most `telemetry.series.SERIES_MAX_POINTS` readings (the summary figures come from every reading).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dlbench.telemetry.nvml import (
     resolve_cuda_device,
     torch_device_uuid,
 )
+from dlbench.telemetry.series import SERIES_MAX_POINTS, thin_series
 
 DEFAULT_INTERVAL_S = 0.1
 
@@ -277,7 +279,8 @@ def summarize(columns: dict[str, list[Any]], static: dict[str, Any], energy_star
     gens, widths = present("pcie_link_gen"), present("pcie_link_width")
 
     series = {k: v for k, v in columns.items() if any(x is not None for x in v)}
-    return {
+    # Every figure above comes from every reading; the series kept for the chart is thinned (telemetry.series).
+    return thin_series({
         "available": True,
         "source": "nvml",
         "sample_interval_s": interval_s,
@@ -305,7 +308,7 @@ def summarize(columns: dict[str, list[Any]], static: dict[str, Any], energy_star
         "pcie_link_width_max": static.get("pcie_link_width_max"),
         "fan_speed_max_pct": max(fans, default=None),
         "series": series,
-    }
+    }, SERIES_MAX_POINTS)
 
 
 _DEVICE_RE = re.compile(r"^(cuda|gpu)(?::(\d+))?$")
