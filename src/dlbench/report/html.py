@@ -3,8 +3,9 @@
 `write_report(documents, out_dir)` draws the charts (PNG and SVG files next to the page) and renders
 `templates/report.html.j2`. The page is self-contained: each chart is embedded as an SVG data URI, so
 `index.html` can be mailed or attached on its own; the files are there for slides and posts.
-Figures come from `dlbench.analysis` (ranking, speed-ups, scaling, fleet); this module only arranges them, and
-the fleet section is `fleet_section`.
+Figures come from `dlbench.analysis` (ranking, speed-ups, scaling, fleet); this module only arranges them. The fleet
+section is `fleet_section`, the telemetry charts `telemetry_section`, and how a fleet's many runs are thinned for
+the per-run charts `represent`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench import __version__
-from dlbench.analysis.configuration import config_key, config_parts
-from dlbench.analysis.energy import THROTTLED_SHARE, gpu_label, gpus_of, rank0_only, throttle_kind
+from dlbench.analysis.configuration import config_key
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -30,6 +30,10 @@ from dlbench.analysis.speedups import speedups
 from dlbench.analysis.stats import step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
+from dlbench.report.represent import THINNED, chart_where, short_config, thin
+from dlbench.report.telemetry_section import telemetry_figures, telemetry_series  # noqa: F401 (named here too)
+
+_short_config = short_config  # the name tests and older callers use
 
 TEMPLATE = "report.html.j2"
 
@@ -245,7 +249,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
                       "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
     figures, notes = [], []
     for (workload, precision, seq_len, n), every in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        thinned = _thin(every, lambda e: e["key"])
+        thinned = thin(every, lambda e: e["key"])
         entries = [{**e, "label": f"{e['label']} ({role})", "name": f"{e['name']} ({role})"} if role else e
                    for e, role in thinned]
         what = (f"{fmt.workload_name(workload, seq_len)} \u00b7 {fmt.precision_name(precision)} \u00b7 "
@@ -263,7 +267,7 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
                                      same_gpu=same_gpu)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         if len(entries) < len(every):
-            caption += f". {_THINNED}"
+            caption += f". {THINNED}"
         figures.append(_figure(chart, caption))
     return _group("ranking", "Against published results",
                   "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
@@ -283,7 +287,7 @@ def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
         return _group("speedups", "Speed-ups", intro, [], [
             "No speed-up to show: a run needs the same configuration both eager and compiled, or in mixed and "
             "full precision."])
-    return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=_where(runs)))])
+    return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=chart_where(runs)))])
 
 
 def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
@@ -293,7 +297,7 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
             times = [t for rep in r.get("repeats") or [] for t in rep.get("step_times_s") or []]
             if r.get("status") != "ok" or not times:
                 continue
-            label = _short_config(r)
+            label = short_config(r)
             if run["prefix"]:
                 label = f"{run['tag']} \u00b7 {label}"
             spread = r.get("step_time_s") or {}
@@ -307,14 +311,14 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
         return None
     groups, thinned = [], False
     for workload, configs in by_workload.items():
-        kept = _thin(configs, lambda c: c["key"])
+        kept = thin(configs, lambda c: c["key"])
         thinned = thinned or len(kept) < len(configs)
         groups.append({"workload": workload, "configs": [{**c, "label": f"{c['label']} ({role})"} if role else c
                                                          for c, role in kept]})
-    chart = charts.step_time_chart(groups, chart_dir, where=_where(runs))
+    chart = charts.step_time_chart(groups, chart_dir, where=chart_where(runs))
     return _group("distribution", "Step-time distribution",
                   "How steady the measurement was: a tight box means every step took about as long.",
-                  [_figure(chart, f"{chart.caption} {_THINNED}") if thinned else _figure(chart)])
+                  [_figure(chart, f"{chart.caption} {THINNED}") if thinned else _figure(chart)])
 
 
 def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
@@ -322,174 +326,17 @@ def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     if not series:
         return None
     return _group("scaling", "Multi-GPU scaling", "Data-parallel throughput as GPUs are added.",
-                  [_figure(charts.scaling_chart(series, chart_dir, where=_where(runs)))])
+                  [_figure(charts.scaling_chart(series, chart_dir, where=chart_where(runs)))])
 
-
-def telemetry_series(telemetry: Any) -> dict[str, list] | None:
-    """Column series `{"t_s": [...], "power_w": [...], ...}` from a result's `telemetry` block, or None.
-
-    The NVML sampler writes columns under `series`; a list of per-reading dicts under `samples` is read too.
-    A block without readings (no NVML, a CPU run: `available` false) gives None.
-    """
-    if not isinstance(telemetry, dict) or telemetry.get("available") is False:
-        return None
-    keys = ["t_s"] + [k for k, _, _ in charts.TELEMETRY_PANELS]
-    samples = telemetry.get("samples")
-    if isinstance(samples, list) and samples and isinstance(samples[0], dict):
-        cols = {k: [s.get(k) for s in samples] for k in keys}
-    elif isinstance(telemetry.get("series"), dict):
-        cols = {k: list(telemetry["series"].get(k) or []) for k in keys}
-    else:
-        return None
-    if not cols["t_s"] or not any(any(v is not None for v in cols[k]) for k in keys[1:]):
-        return None
-    t0 = cols["t_s"][0]
-    cols["t_s"] = [t - t0 for t in cols["t_s"]]
-    return {k: (v if any(x is not None for x in v) else []) for k, v in cols.items()}
-
-
-# Data-parallel configurations get a telemetry chart each (one line per GPU); past this many, the ones whose GPUs
-# throttled most, then ran hottest, are drawn and the caption names the rest.
-TELEMETRY_GROUP_CHARTS_MAX = 4
-# Past this many GPUs in one configuration, its chart draws the throttled and hottest ones (a 64-GPU run's 64
-# lines would be as unreadable as one line per GPU of every configuration on one chart).
-TELEMETRY_GPU_LINES_MAX = 16
 
 
 def _telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
-    """One chart of the one-GPU configurations together (a line each), then one per data-parallel configuration
-    (a line per GPU, from each GPU's own series)."""
-    recorded = []
-    for doc, run in zip(documents, runs, strict=True):
-        for r in doc.get("results") or []:
-            gpus = gpus_of(r.get("telemetry"))
-            series = [(block, telemetry_series(block)) for block in gpus or [r.get("telemetry")]]
-            if any(ts for _, ts in series):
-                recorded.append({"run": run, "result": r, "series": series, "group": bool(gpus),
-                                 "samples_per_s": r.get("samples_per_s") or 0.0, "key": config_key(r)})
-    if not recorded:
+    figures = telemetry_figures(documents, runs, chart_dir)
+    if figures is None:
         return None
-    figures = []
-    singles = [m for m in recorded if not m["group"]]
-    if singles:
-        kept = _thin(singles, lambda m: m["key"])
-        traces = [{"label": _telemetry_label(m, role), "series": series, "power_limit_w": block.get("power_limit_w")}
-                  for m, role in kept for block, series in m["series"] if series]
-        chart = charts.telemetry_chart(traces, chart_dir, where=_where(runs))
-        figures.append(_figure(chart, f"{chart.caption} {_THINNED}") if len(kept) < len(singles) else _figure(chart))
-    groups = [m for m in recorded if m["group"]]
-    if groups:
-        kept = _thin(groups, lambda m: m["key"])
-        # Throttled first (by share of samples), then hottest: the charts worth a look when not all fit.
-        kept.sort(key=lambda item: _severity(item[0]["result"]["telemetry"]))
-        shown, left_out = kept[:TELEMETRY_GROUP_CHARTS_MAX], kept[TELEMETRY_GROUP_CHARTS_MAX:]
-        for i, (m, role) in enumerate(shown):
-            chart = _gpu_telemetry_chart(m, role, chart_dir, f"telemetry_{i + 1}")
-            caption = chart.caption
-            if i == len(shown) - 1 and left_out:
-                caption += " " + _left_out_caption(len(kept), [_telemetry_label(lm, lrole) for lm, lrole in left_out])
-            if i == len(shown) - 1 and len(kept) < len(groups):
-                caption += " " + _THINNED
-            figures.append(_figure(chart, caption))
     return _group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
-                  "falling clocks at a power or thermal limit explain lower throughput.", figures)
-
-
-def _telemetry_label(m: dict[str, Any], role: str | None) -> str:
-    """A configuration's name on the telemetry charts: the run (of several) or the workload, then the rest."""
-    run, r = m["run"], m["result"]
-    label = _short_config(r)
-    label = f"{run['tag']} \u00b7 {label}" if run["prefix"] else f"{fmt.workload_name(r['workload'])} \u00b7 {label}"
-    if role:
-        label += f" ({role})"
-    if rank0_only(r.get("telemetry"), r.get("world_size")):  # older multi-GPU results: one GPU's readings
-        label += " \u00b7 rank 0's GPU"
-    return label
-
-
-def _gpu_telemetry_chart(m: dict[str, Any], role: str | None, chart_dir, name: str) -> charts.Chart:
-    """A data-parallel configuration's chart: a line per GPU (the throttled and hottest, past the line limit)."""
-    run = m["run"]
-    lines = [(i, block, series) for i, (block, series) in enumerate(m["series"]) if series]
-    # A throttle kind every GPU shares (a power cap at full load) is said once, in the caption, not on each line.
-    kinds = {i: throttle_kind(block) for i, block, _ in lines}
-    common = [k for k in kinds[lines[0][0]] if all(k in ks for ks in kinds.values())]
-    notes = [f"Every GPU throttled ({', '.join(common)}) in at least {THROTTLED_SHARE:.0%} of its samples."
-             ] if common else []
-    if len(lines) > TELEMETRY_GPU_LINES_MAX:
-        drawn = {i for i, _, _ in sorted(lines, key=lambda line: (_severity(line[1]), line[0]))[
-            :TELEMETRY_GPU_LINES_MAX]}
-        notes.append(f"{TELEMETRY_GPU_LINES_MAX} of its {len(lines)} GPUs are drawn: those that throttled most, then "
-                     "ran hottest; `dlbench results show` lists every GPU's figures.")
-        lines = [line for line in lines if line[0] in drawn]
-    traces = []
-    for i, block, series in lines:
-        label = gpu_label(block, home_host=run.get("hostname"), position=i)
-        own = [k for k in kinds[i] if k not in common]
-        if own:
-            label += f" \u00b7 throttled ({', '.join(own)})"
-        traces.append({"label": label, "series": series, "power_limit_w": block.get("power_limit_w")})
-    subject = _telemetry_label(m, role)
-    if run.get("gpus") and not run.get("prefix"):
-        subject += f" \u00b7 {run['gpus']}"
-    return charts.telemetry_chart(traces, chart_dir, name=name, subject=subject, note=" ".join(notes) or None)
-
-
-def _severity(telemetry: dict[str, Any]) -> tuple[float, float]:
-    """Sort key, worst first: the larger share of samples throttled, then the higher peak temperature."""
-    return (-(telemetry.get("throttle_share") or 0.0), -(telemetry.get("temperature_max_c") or 0.0))
-
-
-def _left_out_caption(count: int, labels: list[str]) -> str:
-    """What the data-parallel telemetry charts leave out, by name (the first few)."""
-    named = "; ".join(labels[:LEFT_OUT_NAMED])
-    more = f"; and {len(labels) - LEFT_OUT_NAMED} more" if len(labels) > LEFT_OUT_NAMED else ""
-    return (f"Of {count} data-parallel configurations, the {count - len(labels)} whose GPUs throttled most, then "
-            f"ran hottest, are drawn; not drawn: {named}{more}. `dlbench results show` lists every GPU's figures.")
-
-
-LEFT_OUT_NAMED = 6
-
-
-# Past this many runs of one configuration (a fleet), the per-run charts show three of them, each a measured result:
-# the slowest, the middle one and the fastest by throughput. The fleet section and the results table show every run.
-REPRESENTED_MAX = 6
-_THINNED = (f"Where more than {REPRESENTED_MAX} runs measured a configuration, three of them stand for the rest: "
-            "the slowest, the middle one and the fastest by throughput; the results table lists every run.")
-
-
-def _thin(items: list[dict[str, Any]], key) -> list[tuple[dict[str, Any], str | None]]:
-    """`items` (each with `samples_per_s`) as (item, role): all of them where at most `REPRESENTED_MAX` share a
-    `key(item)`, else that configuration's slowest, middle and fastest with their role (`slowest of 64`), in the
-    items' order."""
-    by_key: dict[Any, list[dict[str, Any]]] = {}
-    for item in items:
-        by_key.setdefault(key(item), []).append(item)
-    roles: dict[int, str | None] = {}
-    for same in by_key.values():
-        if len(same) <= REPRESENTED_MAX:
-            roles.update({id(item): None for item in same})
-            continue
-        ordered = sorted(same, key=lambda item: item["samples_per_s"] or 0.0)
-        n = len(ordered)
-        for item, role in ((ordered[0], "slowest"), (ordered[n // 2], "middle"), (ordered[-1], "fastest")):
-            roles[id(item)] = f"{role} of {n}"
-    return [(item, roles[id(item)]) for item in items if id(item) in roles]
-
-
-def _where(runs: list[dict[str, Any]]) -> str:
-    """The hardware a chart shows, for its title: the GPU(s) of the run(s), without repetition."""
-    names = []
-    for run in runs:
-        if run["gpus"] not in names:
-            names.append(run["gpus"])
-    return " vs ".join(names)
-
-
-def _short_config(r: dict[str, Any]) -> str:
-    """`AMP FP16 · eager · bs 64 · seq 128`: the configuration under a heading that names the workload."""
-    precision, *rest = config_parts(r, words=True, workload=False)
-    return " \u00b7 ".join([fmt.precision_name(precision), *rest])
+                  "falling clocks at a power or thermal limit explain lower throughput.",
+                  [_figure(chart, caption) for chart, caption in figures])
 
 
 _ENV_FIELDS = (
