@@ -202,3 +202,21 @@ def test_cli_gpu_filter_and_bad_since(capsys, tmp_path):
     assert 'id="fleet"' not in page and "A100 SXM4 80GB" in page and "H100" not in page.split("<main>")[0]
     code, out, err = run_cli(capsys, "report", "--since", "soon")
     assert code == 2 and err.startswith("error: --since 'soon'") and err.count("\n") == 1
+
+
+def test_cli_threshold_and_alpha_judge_the_fleet_section_as_dlbench_fleet_does(capsys, tmp_path):
+    docs = readme_fleet()
+    _store(docs)
+    code, out, err = run_cli(capsys, "report", "--host", "node*", "--threshold", "8", "--alpha", "0.01",
+                             "-o", str(tmp_path / "t8"))
+    assert code == 0, err
+    section = _fleet_html((tmp_path / "t8" / "index.html").read_text(encoding="utf-8"))
+    expected = fleet_report(docs, threshold_pct=8.0, alpha=0.01)
+    assert expected["summary"] != fleet_report(docs)["summary"]  # node07 (-6%) is within 8%
+    assert htmllib.escape(expected["summary"], quote=False) in section
+    assert _chip(_rows(section)["node07"]) != "slow" and _chip(_rows(section)["node04"]) == "slow"
+    assert "more than 8% below" in section and "p &lt; 0.01" in section
+    for bad, message in ((["--threshold", "0"], "error: --threshold must be between 0 and 100 percent, got 0"),
+                         (["--alpha", "1.5"], "error: --alpha must be between 0 and 1, got 1.5")):
+        code, out, err = run_cli(capsys, "report", "--host", "node*", *bad, "-o", str(tmp_path / "bad"))
+        assert code == 2 and err.strip() == message and not (tmp_path / "bad").exists()

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from dlbench.analysis.fleet import DEFAULT_THRESHOLD_PCT, MIN_RUNS
+from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, MIN_RUNS
 from dlbench.cli._common import (
     GPU_FILTER_HELP,
     HOST_HELP,
@@ -31,6 +31,29 @@ from dlbench.cli._runs import select_runs
 from dlbench.errors import BadInput
 
 
+def threshold_option() -> Any:
+    """`--threshold PCT`, as `dlbench fleet` and `dlbench report` (its fleet section) take it."""
+    return typer.Option(
+        DEFAULT_THRESHOLD_PCT, "--threshold", metavar="PCT",
+        help="Call a node slow when it is more than this many percent below the fleet median of its "
+             "configuration (and its step times differ significantly). Same-model GPUs usually sit within a "
+             "few percent of each other.")
+
+
+def alpha_option() -> Any:
+    """`--alpha`, as `dlbench fleet` and `dlbench report` (its fleet section) take it."""
+    return typer.Option(DEFAULT_ALPHA, "--alpha", help="Significance level of the test on step times (Welch's "
+                        "t-test and Mann-Whitney U against the pooled step times of the peers).")
+
+
+def check_judging(threshold: float, alpha: float) -> None:
+    """Bad input (exit code 2) unless 0 < threshold < 100 and 0 < alpha < 1."""
+    if not 0 < threshold < 100:
+        raise BadInput(f"--threshold must be between 0 and 100 percent, got {threshold:g}")
+    if not 0 < alpha < 1:
+        raise BadInput(f"--alpha must be between 0 and 1, got {alpha:g}")
+
+
 def register(app: typer.Typer) -> None:
     """Add `dlbench fleet` to `app`."""
 
@@ -43,13 +66,8 @@ def register(app: typer.Typer) -> None:
         since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
         host: list[str] | None = typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP),
         gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
-        threshold: float = typer.Option(
-            DEFAULT_THRESHOLD_PCT, "--threshold", metavar="PCT",
-            help="Call a node slow when it is more than this many percent below the fleet median of its "
-                 "configuration (and its step times differ significantly). Same-model GPUs usually sit within a "
-                 "few percent of each other."),
-        alpha: float = typer.Option(0.05, "--alpha", help="Significance level of the test on step times (Welch's "
-                                    "t-test and Mann-Whitney U against the pooled step times of the peers)."),
+        threshold: float = threshold_option(),
+        alpha: float = alpha_option(),
         all_runs: bool = typer.Option(False, "--all-runs", help="Judge every run; by default only the newest run "
                                       "of each host (and device) counts for each configuration."),
         as_json: bool = json_option(),
@@ -61,10 +79,7 @@ def register(app: typer.Typer) -> None:
         """  # noqa: E501 - one line: rich keeps the docstring's line breaks
         from dlbench.analysis.fleet import fleet_report
 
-        if not 0 < threshold < 100:
-            raise BadInput(f"--threshold must be between 0 and 100 percent, got {threshold:g}")
-        if not 0 < alpha < 1:
-            raise BadInput(f"--alpha must be between 0 and 1, got {alpha:g}")
+        check_judging(threshold, alpha)
         selected = select_runs(runs or [], db, since, host, gpu)
         report = fleet_report(selected, threshold_pct=threshold, alpha=alpha, all_runs=all_runs)
         if as_json:

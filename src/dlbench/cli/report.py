@@ -5,7 +5,8 @@
     dlbench report /shared/dlbench/ -o fleet-report             # result JSON files, or folders of them
 
 Runs are selected as `dlbench fleet` selects them (`cli._runs.select_runs`); when they come from several hosts
-that measured the same configuration, the page opens with the fleet section (`report.fleet_section`).
+that measured the same configuration, the page opens with the fleet section (`report.fleet_section`), judged
+with `--threshold` and `--alpha` as `dlbench fleet` judges.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import typer
 
 from dlbench.cli._common import GPU_FILTER_HELP, HOST_HELP, SINCE_HELP, console, db_option
+from dlbench.cli.fleet import alpha_option, check_judging, threshold_option
 from dlbench.errors import BadInput
 
 
@@ -33,11 +35,14 @@ def register(app: typer.Typer) -> None:
         gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
         output: Path = typer.Option(Path("dlbench-report"), "--output", "-o",
                                     help="Folder to write index.html and the charts (PNG and SVG) into."),
+        threshold: float = threshold_option(),
+        alpha: float = alpha_option(),
         db: str | None = db_option(),
     ) -> None:
         """Write an HTML report (index.html, charts embedded) plus every chart as PNG and SVG. Runs from 3 or more hosts that measured the same configuration get a fleet section, judged as `dlbench fleet` judges them."""  # noqa: E501 - one line: rich keeps the docstring's line breaks
         from dlbench.cli._runs import select_runs
 
+        check_judging(threshold, alpha)
         if latest and runs:
             raise BadInput("give run ids or --latest, not both")
         if output.exists() and not output.is_dir():
@@ -50,7 +55,7 @@ def register(app: typer.Typer) -> None:
         from dlbench.report.html import write_report
 
         try:
-            index = write_report(documents, output)
+            index = write_report(documents, output, threshold_pct=threshold, alpha=alpha)
         except OSError as exc:
             raise BadInput(f"cannot write the report to {output}: {exc.strerror or exc}") from None
         charts = sorted(p.name for p in (output / "charts").glob("*.png")) if (output / "charts").is_dir() else []

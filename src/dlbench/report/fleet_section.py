@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.analysis.configuration import config_parts
-from dlbench.analysis.fleet import MIN_RUNS, fleet_report, main_cause
+from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, MIN_RUNS, fleet_report, main_cause
 from dlbench.report import charts, fmt
 from dlbench.report.tables import cause_parts, device_text, vs_median
 
@@ -26,10 +26,11 @@ _CHIP = {"ok": "ok", "slow": "bad", "failed": "bad", "within noise": "warn"}
 _STYLE_CLASS = {"red": "bad", "dim": "muted", "": ""}
 
 
-def fleet_section(documents: list[dict[str, Any]], chart_dir: Path) -> dict[str, Any] | None:
+def fleet_section(documents: list[dict[str, Any]], chart_dir: Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+                  alpha: float = DEFAULT_ALPHA) -> dict[str, Any] | None:
     """The section's context (summary, intro, one entry per group with its `chart`), or None when no configuration
-    was measured on `MIN_RUNS` hosts or more."""
-    report = fleet_report(documents)
+    was measured on `MIN_RUNS` hosts or more; hosts are judged with `threshold_pct` and `alpha` as in `fleet_report`."""
+    report = fleet_report(documents, threshold_pct=threshold_pct, alpha=alpha)
     shown = [g for g in report["groups"] if len({row["host"] for row in g["rows"]}) >= MIN_RUNS]
     if not shown:
         return None

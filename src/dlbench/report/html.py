@@ -17,6 +17,7 @@ from typing import Any
 
 from dlbench import __version__
 from dlbench.analysis.configuration import config_key
+from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -38,8 +39,10 @@ _short_config = short_config  # the name tests and older callers use
 TEMPLATE = "report.html.j2"
 
 
-def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None) -> Path:
-    """Write `out_dir/index.html` and the charts (`out_dir/charts/*.png|svg`) for these result documents."""
+def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None,
+                 threshold_pct: float = DEFAULT_THRESHOLD_PCT, alpha: float = DEFAULT_ALPHA) -> Path:
+    """Write `out_dir/index.html` and the charts (`out_dir/charts/*.png|svg`) for these result documents; the fleet
+    section judges hosts with `threshold_pct` and `alpha` (`dlbench fleet --threshold --alpha`)."""
     out_dir = Path(out_dir)
     chart_dir = out_dir / "charts"
     if published is None:
@@ -59,7 +62,7 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
         _scaling_group(documents, runs, chart_dir),
         _telemetry_group(documents, runs, chart_dir),
     ) if g is not None]
-    fleet = fleet_section(documents, chart_dir)
+    fleet = fleet_section(documents, chart_dir, threshold_pct=threshold_pct, alpha=alpha)
     if fleet:
         for g in fleet["groups"]:
             g["figure"] = _figure(g.pop("chart"))
