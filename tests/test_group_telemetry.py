@@ -342,3 +342,27 @@ def test_a_32_gpu_configuration_draws_its_16_worst_gpus(monkeypatch):
     assert len(labels) == 16 and labels[0] == "GPU 0"  # in rank order
     assert "GPU 27 \u00b7 throttled (thermal)" in labels and "GPU 20" in labels
     assert "16 of its 32 GPUs are drawn" in kwargs["note"]
+
+
+def test_a_telemetry_caption_says_when_the_drawn_series_was_thinned(tmp_path):
+    """A series cut on storing (`series_thinning`) is drawn from every k-th reading: the caption says so, and that
+    the summaries used every reading; a chart of whole series says nothing of the kind."""
+    from dlbench.report.html import write_report
+    from dlbench.report.telemetry_section import thinning_note
+    from dlbench.telemetry.series import series_cap, thin_series
+    from fleet_docs import ddp_result_with_series
+    from report_docs import environment, make_document, make_result, telemetry_block
+
+    long_one = thin_series(telemetry_block(seconds=240.0))  # 2,400 readings
+    assert long_one["series_thinning"]["every"] == 5 and long_one["series_thinning"]["readings"] == 2400
+    group = ddp_result_with_series(8, seconds=120.0, seed=3)  # 1,200 readings per GPU
+    group["telemetry"]["per_gpu"] = [thin_series(b, series_cap(8)) for b in group["telemetry"]["per_gpu"]]
+    doc = make_document([make_result(telemetry=long_one, seed=1), make_result(precision="tf32",
+                                                                              telemetry=telemetry_block(), seed=2),
+                         group], env=environment(hostname="dgx01", gpu_count=8))
+    page = write_report([doc], tmp_path, published=[]).read_text(encoding="utf-8")
+    assert "1 of the 2 series: every 5th of 2,400 readings drawn; summaries use all." in page
+    assert "Every 9th of 1,200 readings drawn; summaries use all." in page
+    assert thinning_note([telemetry_block()]) is None
+    blocks = [{"series_thinning": {"readings": n, "kept": 100, "every": k}} for n, k in ((1190, 12), (1200, 21))]
+    assert thinning_note(blocks) == "Every 12th to 21st of 1,190\u20131,200 readings drawn; summaries use all."

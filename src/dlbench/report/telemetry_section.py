@@ -66,7 +66,8 @@ def telemetry_figures(documents, runs, chart_dir) -> list[tuple[charts.Chart, st
         kept = thin(singles, lambda m: m["key"])
         traces = [{"label": _telemetry_label(m, role), "series": series, "power_limit_w": block.get("power_limit_w")}
                   for m, role in kept for block, series in m["series"] if series]
-        chart = charts.telemetry_chart(traces, chart_dir, where=chart_where(runs))
+        drawn = [block for m, _ in kept for block, series in m["series"] if series]
+        chart = charts.telemetry_chart(traces, chart_dir, where=chart_where(runs), note=thinning_note(drawn))
         figures.append((chart, f"{chart.caption} {THINNED}" if len(kept) < len(singles) else chart.caption))
     groups = [m for m in recorded if m["group"]]
     if groups:
@@ -122,7 +123,32 @@ def _gpu_telemetry_chart(m: dict[str, Any], role: str | None, chart_dir, name: s
     subject = _telemetry_label(m, role)
     if run.get("gpus") and not run.get("prefix"):
         subject += f" \u00b7 {run['gpus']}"
+    thinning = thinning_note([block for _, block, _ in lines])
+    if thinning:
+        notes.append(thinning)
     return charts.telemetry_chart(traces, chart_dir, name=name, subject=subject, note=" ".join(notes) or None)
+
+
+def thinning_note(blocks: list[dict[str, Any]]) -> str | None:
+    """`Every 4th of 2,400 readings drawn; summaries use all.` when a drawn series was thinned on storing
+    (its block's `series_thinning`), else None; ranges where the drawn series were thinned differently."""
+    cuts = [t for t in (b.get("series_thinning") for b in blocks if isinstance(b, dict))
+            if isinstance(t, dict) and isinstance(t.get("every"), int) and t["every"] > 1
+            and isinstance(t.get("readings"), int)]
+    if not cuts:
+        return None
+    every = sorted({t["every"] for t in cuts})
+    readings = sorted({t["readings"] for t in cuts})
+    kth = _ordinal(every[0]) if len(every) == 1 else f"{_ordinal(every[0])} to {_ordinal(every[-1])}"
+    of = f"{readings[0]:,}" if len(readings) == 1 else f"{readings[0]:,}\u2013{readings[-1]:,}"
+    some = "" if len(cuts) == len(blocks) else f"{len(cuts)} of the {len(blocks)} series: "
+    text = f"every {kth} of {of} readings drawn; summaries use all."
+    return (some + text) if some else text[0].upper() + text[1:]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _severity(telemetry: dict[str, Any]) -> tuple[float, float]:
