@@ -169,3 +169,34 @@ def test_cost_totals_count_every_year(run):
     assert three["total_cost_of_ownership_usd"] == pytest.approx(2200 + 3 * three["electricity_usd_per_year"])
     assert three["total_cost_of_ownership_usd"] == pytest.approx(2200 + 3 * 71, abs=2)
     assert three["cloud_cost_usd"] == pytest.approx(2.14 * 0.15 * 24 * 365 * 3)
+
+
+def test_estimate_and_advise_take_workload_names_in_any_case_as_run_does(run):
+    """`dlbench run -w RESNET50` runs resnet50; estimate and advise take it too, answer for the canonical name,
+    and say about a typo what `dlbench run` says."""
+    args = ["--gpu", "RTX 3090", "--precision", "amp-fp16", "--json"]
+    lower = json.loads(run(["estimate", "-w", "bert-base-squad", *args]).output)
+    for name in ("BERT-Base-SQuAD", " bert-base-squad "):
+        mixed = run(["estimate", "-w", name, *args])
+        assert mixed.exit_code == 0, mixed.stderr
+        assert json.loads(mixed.output) == lower and lower["workload"] == "bert-base-squad"
+    ranked = run(["advise", "-w", "RESNET50", "--max-gpus", "1", "--json"])
+    assert ranked.exit_code == 0, ranked.stderr
+    assert json.loads(ranked.output) == json.loads(run(["advise", "-w", "resnet50", "--max-gpus", "1",
+                                                        "--json"]).output)
+    for name, hint in (("resnet50-tiny", "; the tiny flavour is an option: use -w resnet50 --tiny"),
+                       ("ResNet5", "; did you mean resnet50?"),
+                       ("bert-large", "; did you mean bert-large-mlm, bert-large-squad?")):
+        for command in (["estimate", "-w", name, *args], ["advise", "-w", name]):
+            result = run(command)
+            assert result.exit_code == 2 and not result.output
+            assert result.stderr.startswith(f"error: unknown workload '{name}'{hint} (choose from: ")
+            assert result.stderr.count("\n") == 1
+    proc = subprocess.run([sys.executable, "-c", (
+        "import sys\nfrom dlbench.cli.app import main\n"
+        "for args in (['estimate', '--gpu', 'RTX 5090', '-w', 'RESNET50', '-p', 'amp-bf16', '--json'],\n"
+        "             ['estimate', '--gpu', 'RTX 5090', '-w', 'resnet5', '-p', 'amp-bf16'],\n"
+        "             ['advise', '-w', 'Bert-Large-SQuAD', '--max-gpus', '1', '--json']):\n"
+        "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

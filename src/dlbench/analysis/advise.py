@@ -137,7 +137,7 @@ def advise(
     """Rank builds of 1..`max_gpus` identical GPUs by samples/s per 1,000 USD of total cost of ownership."""
     from dlbench import catalog
 
-    est.check_workload(workload)
+    workload = est.check_workload(workload)
     est.check_precision(precision)
     costs.check_positive("electricity price", electricity_price_usd_per_kwh)
     costs.check_utilization(utilization)

@@ -7,14 +7,12 @@ imports torch.
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from dlbench.analysis.configuration import PRECISIONS, check_precision  # noqa: F401 - re-exported
-from dlbench.errors import BadInput
 
 # dlbench's workload names (the torch-side registry is not imported here: it would pull in torch) with the
 # sequence length a published row must have to be comparable (CONTRACTS: bert-*-squad384 -> seq 384,
@@ -56,12 +54,11 @@ def workload_names() -> list[str]:
 
 
 def check_workload(name: str) -> str:
-    """`name` if it is a known workload, else BadInput with close matches."""
-    if name in workload_names():
-        return name
-    close = difflib.get_close_matches(name, workload_names(), n=3, cutoff=0.4)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise BadInput(f"unknown workload {name!r}{hint} (known: {', '.join(workload_names())})")
+    """The known workload `name` is, regardless of case (`BERT-Base-SQuAD` is bert-base-squad), else BadInput
+    with the name probably meant, as `dlbench run` says it (`workloads.names.match_workload`)."""
+    from dlbench.workloads.names import match_workload
+
+    return match_workload(name, workload_names())
 
 
 def gpu_name(spec) -> str:

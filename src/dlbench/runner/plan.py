@@ -202,32 +202,13 @@ def check_workloads(names: list[str]) -> list[str]:
     """The registry's names for `names`, matched regardless of case (`RESNET50` is resnet50).
 
     An unknown name raises BadInput listing the valid ones, with the name probably meant: `X-tiny` is
-    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so.
+    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`workloads.names`).
     """
-    import difflib
-
-    from dlbench.errors import BadInput
     from dlbench.workloads import registry
+    from dlbench.workloads.names import match_workload
 
     known = registry.names()
-    by_lower = {k.lower(): k for k in known}
-    checked = []
-    for name in names:
-        wanted = name.strip().lower()
-        if wanted in by_lower:
-            checked.append(by_lower[wanted])
-            continue
-        if not wanted:
-            raise BadInput(f"empty workload name (choose from: {', '.join(known)})")
-        base = wanted.removesuffix("-tiny").removesuffix("_tiny")
-        if base != wanted and base in by_lower:
-            hint = f"; the tiny flavour is an option: use -w {by_lower[base]} --tiny"
-        else:
-            close = [k for k in known if k.lower().startswith(wanted)] or sorted(
-                by_lower[m] for m in difflib.get_close_matches(wanted, by_lower, n=3, cutoff=0.6))
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise BadInput(f"unknown workload {name!r}{hint} (choose from: {', '.join(known)})")
-    return checked
+    return [match_workload(name, known) for name in names]
 
 # -------------------------------------------------------------------------------------------------- device
 
