@@ -1,9 +1,10 @@
 """The store on a real PostgreSQL server: the same SQL and migrations as on SQLite.
 
-Skipped unless `DLBENCH_TEST_POSTGRES_URL` names an empty scratch database, e.g.
+The server is the one `DLBENCH_TEST_POSTGRES_URL` names (an empty scratch database), e.g.
 `DLBENCH_TEST_POSTGRES_URL=postgresql+psycopg://dlbench@/dlbench_test?host=/tmp/pgsock&port=54329
-PYTHONPATH=src python -m pytest -q tests/test_store_postgres.py` (needs the psycopg driver). The test drops
-dlbench's tables again at the end.
+PYTHONPATH=src python -m pytest -q tests/test_store_postgres.py`; without it, a throwaway PostgreSQL started by
+`pgserver` (a test extra on x86_64 Linux and macOS: PostgreSQL binaries in a wheel) in a temporary folder; skipped
+when neither is there or the psycopg driver is missing. The test drops dlbench's tables again at the end.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
+import tempfile
 
 import pytest
 import sqlalchemy as sa
@@ -23,13 +26,33 @@ from dlbench.errors import BadInput
 from dlbench.store import db, open_store
 from dlbench.store.schema import metadata
 
-URL = os.environ.get("DLBENCH_TEST_POSTGRES_URL")
-pytestmark = pytest.mark.skipif(not URL, reason="DLBENCH_TEST_POSTGRES_URL not set")
+
+@pytest.fixture(scope="module")
+def pg_url(tmp_path_factory):
+    """A PostgreSQL URL: DLBENCH_TEST_POSTGRES_URL, else a server of pgserver's own, stopped after the module."""
+    url = os.environ.get("DLBENCH_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    pytest.importorskip("psycopg", reason="no psycopg driver (pip install 'dlbench[postgres]')")
+    pgserver = pytest.importorskip("pgserver", reason="DLBENCH_TEST_POSTGRES_URL not set and no pgserver")
+    # A short folder: the server's Unix socket lives in it and socket paths are limited to about 100 bytes.
+    folder = tempfile.mkdtemp(prefix="dlpg")
+    try:
+        server = pgserver.get_server(folder, cleanup_mode="stop")
+    except Exception as exc:  # noqa: BLE001 - a server that cannot start here is a missing tool, not a failure
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"pgserver could not start PostgreSQL: {exc}")
+    try:
+        yield f"postgresql+psycopg://postgres@/postgres?host={folder}"
+    finally:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
-def pg_store():
-    store = open_store(URL)
+def pg_store(pg_url):
+    store = open_store(pg_url)
     try:
         yield store
     finally:
