@@ -13,20 +13,11 @@ import pytest
 
 from dlbench.analysis.diagnose import telemetry_findings
 from dlbench.analysis.energy import combine_ranks, efficiency, gpu_label, is_throttled
-from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml, StepClock
 from dlbench.telemetry.nvml import CLOCK_EVENT_REASONS, DeviceMatch
 from dlbench.telemetry.sampler import NvmlSampler
 
 THERMAL = next(bit for bit, name in CLOCK_EVENT_REASONS.items() if name == "sw_thermal_slowdown")
-
-
-class StepClock:
-    def __init__(self, step: float):
-        self.step, self.now = step, -step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def block(gpu: FakeGpu, cuda_index: int, n: int = 11, step_s: float = 0.1) -> dict:

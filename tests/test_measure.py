@@ -10,20 +10,9 @@ from dlbench.analysis.stats import summarize
 from dlbench.runner.capabilities import unsupported_reason
 from dlbench.runner.config import RunConfig
 from dlbench.runner.measure import UnsupportedConfig, measure
-from dlbench.workloads import registry
 from dlbench.workloads.base import Workload
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """One intra-op thread: on a shared 2-core machine, torch's spinning OpenMP threads slow steps 10x."""
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
-
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 @pytest.fixture(autouse=True)
 def restore_torch_flags():
@@ -130,10 +119,8 @@ class SleepyWorkload(Workload):
 
 
 @pytest.fixture
-def sleepy():
-    workload = registry.register(SleepyWorkload())
-    yield workload
-    registry.WORKLOADS.pop(workload.name, None)
+def sleepy(register_workload):
+    return register_workload(SleepyWorkload())
 
 
 def test_step_times_measure_the_step(sleepy):
@@ -416,10 +403,8 @@ class SlowStartWorkload(SleepyWorkload):
 
 
 @pytest.fixture
-def slow_start():
-    workload = registry.register(SlowStartWorkload())
-    yield workload
-    registry.WORKLOADS.pop(workload.name, None)
+def slow_start(register_workload):
+    return register_workload(SlowStartWorkload())
 
 
 def test_warmup_steps_are_kept_out_of_the_measured_steps(slow_start):

@@ -116,6 +116,21 @@ def test_bad_input_exits_2_with_one_line(args, message):
         assert "resnet50" in lines[0] and "bert-base-squad" in lines[0]  # lists the valid names
 
 
+def _interrupt_once_hanging(proc, pidfile) -> tuple[str, str]:
+    """Ctrl-C `proc` once the fault-hang workload has written `pidfile`; its (stdout, stderr) once it has exited."""
+    try:
+        deadline = time.monotonic() + 240
+        while not pidfile.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the hanging workload never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
     out = tmp_path / "partial.json"
     pidfile = tmp_path / "hang.pid"
@@ -124,17 +139,7 @@ def test_ctrl_c_writes_partial_json_and_exits_130(tmp_path, isolated_home):
          "-p", "fp32", "--json", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env(DLBENCH_FAULT_PIDFILE=str(pidfile)))
-    try:
-        deadline = time.monotonic() + 240
-        while not pidfile.exists():  # the first config is done and the hanging one is running
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the hanging workload never started"
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    stdout, stderr = _interrupt_once_hanging(proc, pidfile)  # the first config is done, the hanging one runs
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
     doc = json.loads(out.read_text())
@@ -208,17 +213,7 @@ def test_ctrl_c_before_any_configuration_finished_stores_no_empty_run(tmp_path, 
          "--json", str(tmp_path / "never.json")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=env(DLBENCH_FAULT_PIDFILE=str(pidfile)))
-    try:
-        deadline = time.monotonic() + 240
-        while not pidfile.exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the hanging workload never started"
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    _, stderr = _interrupt_once_hanging(proc, pidfile)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "nothing was measured" in stderr
     assert not (tmp_path / "never.json").exists()

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from dlbench.analysis.energy import combine_ranks, efficiency, is_throttled, throttle_kind
-from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
+from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml, StepClock
 from dlbench.telemetry.nvml import (
     CLOCK_EVENT_REASONS,
     DeviceMatch,
@@ -29,17 +29,6 @@ BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS.items()}
 
 def _no_uuid(_index):
     return None
-
-
-class StepClock:
-    """A clock that advances by `step` seconds per reading."""
-
-    def __init__(self, step: float):
-        self.step, self.now = step, -step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 def _drive(gpu: FakeGpu, n_samples: int, step_s: float = 0.1) -> dict:

@@ -16,16 +16,7 @@ from dlbench.workloads.bert import masked_count
 BUILTIN = ["bert-base-mlm", "bert-base-squad", "bert-large-mlm", "bert-large-squad", "resnet50"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_cpu_thread():
-    """One intra-op thread: on a shared 2-core machine, torch's spinning OpenMP threads slow steps 10x."""
-    import torch
-
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
-
+pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 
 def _train(workload, config, steps=3):
     import torch

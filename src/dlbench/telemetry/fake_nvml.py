@@ -18,6 +18,17 @@ from dlbench.telemetry.nvml import GpuProcess, NotSupported, NvmlUnavailable, Pc
 Series = Any  # float | list[float] | Callable[[float], float] | None
 
 
+class StepClock:
+    """A clock for the sampler that advances by `step` seconds per reading (the first reading is 0)."""
+
+    def __init__(self, step: float):
+        self.step, self.now = step, -step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
 @dataclass
 class FakeGpu:
     """One GPU's scripted readings (units as in the `Nvml` method names)."""
