@@ -15,6 +15,7 @@ Works on plain dicts (result documents as issue 2 defines them); nothing here to
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
@@ -185,13 +186,17 @@ def _power_limit_warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def _noise_warnings(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per configuration whose throughput varies by more than 5% across repeats in A, B or both."""
+    """One line per configuration whose throughput varies by more than CV_WARN (5%) across repeats in A, B or
+    both."""
+    # Imported here: analysis.stats loads numpy, and `dlbench --help` imports this module.
+    from dlbench.analysis.stats import CV_WARN
+
     out = []
     for row in rows:
         noisy = [f"{side.upper()} {row[f'{side}_cv'] * 100:.1f}%" for side in ("a", "b")
-                 if row.get(f"{side}_cv") is not None and row[f"{side}_cv"] > 0.05]
+                 if row.get(f"{side}_cv") is not None and row[f"{side}_cv"] > CV_WARN]
         if noisy:
-            out.append(f"{row['label']}: noisy (CV across repeats {', '.join(noisy)}; above 5%)")
+            out.append(f"{row['label']}: noisy (CV across repeats {', '.join(noisy)}; above {CV_WARN:.0%})")
     return out
 
 
@@ -210,11 +215,7 @@ def _gpu_names(env: dict[str, Any]) -> list[str]:
 
 
 def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def _constant(values: list[float]) -> bool:

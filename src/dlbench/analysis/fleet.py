@@ -36,7 +36,7 @@ from typing import Any
 from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
-from dlbench.analysis.energy import gpu_label, usable
+from dlbench.analysis.energy import gpu_label, gpus_of, usable
 from dlbench.analysis.ranking import canonical_gpu, result_gpu
 
 # dlbench's choice: same-model GPUs running the same software usually sit within a few percent of each other
@@ -130,7 +130,7 @@ def fleet_report(docs: list[dict[str, Any]], threshold_pct: float = DEFAULT_THRE
         kept, superseded = (entries, []) if all_runs else _newest_per_node(entries)
         out_groups.append({**_judge(kept, gpu, threshold_pct / 100.0, alpha, superseded), "nodes": nodes})
     flagged = [{"host": row["host"], "node": row["node"], "run_id": row["run_id"], "label": g["label"], "gpu": g["gpu"],
-                "verdict": row["verdict"], "vs_median_pct": row["vs_median_pct"], "cause": _main_cause(row)}
+                "verdict": row["verdict"], "vs_median_pct": row["vs_median_pct"], "cause": main_cause(row)}
                for g in out_groups for row in g["rows"] if row["flagged"]]
     all_hosts = sorted({row["host"] for g in out_groups for row in g["rows"]})
     report = {"threshold_pct": threshold_pct, "alpha": alpha, "min_runs": MIN_RUNS, "test": TEST_TEXT,
@@ -348,7 +348,7 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
     the fleet's, and its software and power limit against the fleet majority's."""
     r = e["result"]
     tel = r.get("telemetry")
-    if _per_gpu_blocks(tel):  # the per-GPU causes name each GPU; the group's block adds what is not per GPU
+    if gpus_of(tel):  # the per-GPU causes name each GPU; the group's block adds what is not per GPU
         out = _from_findings([f for f in telemetry_findings(r) if f["cause"] in _GROUP_CAUSES], tel)
     else:
         out = _from_findings(telemetry_findings(r), tel)
@@ -390,22 +390,16 @@ def _low_clock(clock: float | None, peers: list[float], threshold: float) -> lis
                    f"{median:.0f} MHz", f"SM clock {pct:+.0f}%")]
 
 
-def _per_gpu_blocks(tel: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if not isinstance(tel, dict) or not isinstance(tel.get("per_gpu"), list):
-        return []
-    return [g for g in tel["per_gpu"] if isinstance(g, dict)]
-
-
 def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], threshold: float
              ) -> tuple[list, list]:
     """Each GPU of a data-parallel result (from `telemetry.per_gpu`) with its figures and causes, and all those
     causes (each naming its GPU under `gpu`) for the result's own list. Empty without per-GPU telemetry.
 
     A GPU is named by `analysis.energy.gpu_label`, without the host when it is the run's own."""
-    blocks = _per_gpu_blocks(r.get("telemetry"))
+    blocks = gpus_of(r.get("telemetry"))
     if not blocks:
         return [], []
-    peers = [g.get("sm_clock_mean_mhz") for o in measured for g in _per_gpu_blocks(o["result"].get("telemetry"))
+    peers = [g.get("sm_clock_mean_mhz") for o in measured for g in gpus_of(o["result"].get("telemetry"))
              if usable(g) and g.get("sm_clock_mean_mhz")]
     gpus, row_causes = [], []
     for i, g in enumerate(blocks):
@@ -479,8 +473,9 @@ def _fleet_wide_causes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for cause, n in sorted(counts.items(), key=lambda cn: (-cn[1], cn[0]))]
 
 
-def _main_cause(row: dict[str, Any]) -> str | None:
-    """The cause the summary names: a failure's error, else the first cause that is not fleet-wide."""
+def main_cause(row: dict[str, Any]) -> str | None:
+    """The cause the summary line names for a row of a group (a failure's error, else the first cause that is not
+    fleet-wide, else `no telemetry`); the HTML report's fleet chart labels each row with it too."""
     if row["verdict"] == "failed":
         if row["status"] in _FAILED_TEXT:
             return _FAILED_TEXT[row["status"]]
@@ -492,9 +487,3 @@ def _main_cause(row: dict[str, Any]) -> str | None:
     if distinct:
         return cause_text(distinct[0])
     return None if row["telemetry"] else "no telemetry"
-
-
-def main_cause(row: dict[str, Any]) -> str | None:
-    """The cause the summary line names for a row of a group (a failure's error, else the first cause that is not
-    fleet-wide, else `no telemetry`), for displays that label one row at a time: the HTML report's fleet chart."""
-    return _main_cause(row)

@@ -28,7 +28,7 @@ from dlbench.analysis.ranking import (
 )
 from dlbench.analysis.scaling import scaling_series
 from dlbench.analysis.speedups import speedups
-from dlbench.analysis.stats import step_time_percentiles
+from dlbench.analysis.stats import CV_WARN, step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
@@ -195,7 +195,7 @@ def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
                 "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
                 "details": " \u00b7 ".join(details),
                 "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
-                "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > 0.05,
+                "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > CV_WARN,
                 "step_ms": fmt.ms(st.get("median")),
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
                 "memory": fmt.gigabytes(r.get("peak_memory_bytes")),
