@@ -74,7 +74,7 @@ def comm_command(
     as_json: bool = json_option(),
 ) -> None:
     """Measure all-reduce and all-gather bandwidth between GPUs (or CPU processes), as nccl-tests does."""
-    from dlbench.runner.comm import parse_ops, parse_sizes
+    from dlbench.runner.comm import BUSBW_SENTENCE, parse_ops, parse_sizes
     from dlbench.runner.distributed import detect
 
     if iters < 1:
@@ -101,18 +101,12 @@ def comm_command(
         report["topology"] = collect()
     else:
         report["topology"] = {"available": False, "reason": "CPU processes (gloo): no GPU interconnect"}
-    report["busbw_meaning"] = _busbw_sentence()
+    report["busbw_meaning"] = BUSBW_SENTENCE
     report["definitions_source"] = NCCL_TESTS_REF
     if as_json:
         print_json(report)
     else:
         _print_table(report)
-
-
-def _busbw_sentence() -> str:
-    from dlbench.runner.comm import BUSBW_SENTENCE
-
-    return BUSBW_SENTENCE
 
 
 def _run_joined(dist_env, dev, size_list, op_list, iters, warmup, timeout) -> dict:

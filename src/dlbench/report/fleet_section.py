@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dlbench.analysis.configuration import config_parts
 from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, MIN_RUNS, fleet_report, main_cause
 from dlbench.report import charts, fmt
+from dlbench.report.represent import short_config
 from dlbench.report.tables import cause_parts, device_text, vs_median
 
 # Past this many hosts the table shows the hosts that are not ok, and the others behind a "show" toggle.
@@ -49,7 +49,7 @@ def fleet_section(documents: list[dict[str, Any]], chart_dir: Path, threshold_pc
 
 def _group(group: dict[str, Any], report: dict[str, Any], chart_dir: Path, name: str) -> dict[str, Any]:
     unit = fmt.unit_of(group)
-    what = f"{fmt.workload_name(group['workload'], group.get('seq_len'))} \u00b7 {_short_config(group)}"
+    what = f"{fmt.workload_name(group['workload'], group.get('seq_len'))} \u00b7 {short_config(group)}"
     hosts = len({row["host"] for row in group["rows"]})
     median = group["median_samples_per_s"]
     heading = f"{what} on {group['gpu']}"
@@ -108,11 +108,6 @@ def _notes(group: dict[str, Any]) -> list[str]:
         notes.append(f"{n} older run{'s' if n != 1 else ''} of the same host{'s' if n != 1 else ''} left out: the "
                      "newest run of each host counts.")
     return notes
-
-
-def _short_config(group: dict[str, Any]) -> str:
-    precision, *rest = config_parts(group, words=True, workload=False)
-    return " \u00b7 ".join([fmt.precision_name(precision), *rest])
 
 
 def _chart_name(group: dict[str, Any], taken: set[str]) -> str:
