@@ -41,11 +41,12 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False)
 
 
-def table_console():
-    """A console for wide tables: in a terminal its width; piped or redirected, wide enough not to wrap."""
+def table_console(min_width: int = 200):
+    """A console for wide tables: in a terminal its width; piped or redirected, at least `min_width` columns so
+    tables are not squeezed into 80."""
     out = console()
     if not out.is_terminal:
-        out.width = max(out.width, 200)
+        out.width = max(out.width, min_width)
     return out
 
 

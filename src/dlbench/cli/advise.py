@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from dlbench.cli._common import console, db_option, json_option, print_json
+from dlbench.cli._common import db_option, json_option, print_json, table_console
 from dlbench.cli._measured import load_points, runs_option
 
 KIND_STYLE = {"measured": "green", "published": "cyan", "estimated": "yellow"}
@@ -69,9 +69,7 @@ def _print(a, top: int) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    con = console()
-    if not con.is_terminal:  # piped or redirected: no need to squeeze the table into 80 columns
-        con.width = max(con.width, 120)
+    con = table_console(min_width=120)
     unit = "img/s" if a.workload == "resnet50" else "seq/s"
     if a.memory_need is not None:
         m = a.memory_need

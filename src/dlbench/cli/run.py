@@ -139,7 +139,7 @@ def run(
     Each configuration runs in its own child process; the result document is saved in the dlbench data
     directory (and at --json PATH) and stored in the results database (`dlbench results list`).
     """
-    from dlbench.cli._common import console
+    from dlbench.cli._common import console, table_console
     from dlbench.errors import BadInput
     from dlbench.runner.plan import RunOptions, check_workloads, validate_options
 
@@ -154,9 +154,7 @@ def run(
         raise BadInput(f"--max-start-temp must be a finite temperature in C, got {max_start_temp}")
     if json_path is not None:
         check_writable(json_path)  # before the run, not after an hour of measuring
-    err, out = console(stderr=True), console()
-    if not out.is_terminal:  # piped or captured: do not squeeze the table into 80 columns
-        out.width = max(out.width, 130)
+    err, out = console(stderr=True), table_console(min_width=130)
     from dlbench.runner.distributed import detect
 
     dist_env = detect()
