@@ -31,6 +31,21 @@ def db_option() -> Any:
     return typer.Option(None, "--db", help=DB_HELP, envvar="DLBENCH_DB", show_envvar=False)
 
 
+def since_option() -> Any:
+    """`--since WHEN` run filter (a date, a time or a duration; see `parse_since`), same help everywhere."""
+    return typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP)
+
+
+def host_option() -> Any:
+    """`--host GLOB` run filter, repeatable, same help everywhere."""
+    return typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP)
+
+
+def gpu_filter_option() -> Any:
+    """`--gpu TEXT` run filter (part of the GPU name), same help everywhere."""
+    return typer.Option(None, "--gpu", help=GPU_FILTER_HELP)
+
+
 def console(stderr: bool = False):
     """A rich console (imported lazily: rich is only needed when something is printed).
 

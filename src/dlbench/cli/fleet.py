@@ -18,13 +18,13 @@ import typer
 
 from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, MIN_RUNS
 from dlbench.cli._common import (
-    GPU_FILTER_HELP,
-    HOST_HELP,
-    SINCE_HELP,
     db_option,
+    gpu_filter_option,
+    host_option,
     json_option,
     plain_tree,
     print_json,
+    since_option,
     table_console,
 )
 from dlbench.cli._runs import select_runs
@@ -63,9 +63,9 @@ def register(app: typer.Typer) -> None:
             None, metavar="RUN", show_default=False,
             help="Runs to judge: run ids, unique prefixes, 'latest', result JSON files or folders of them. "
                  "Default: every stored run."),
-        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
-        host: list[str] | None = typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP),
-        gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
+        since: str | None = since_option(),
+        host: list[str] | None = host_option(),
+        gpu: str | None = gpu_filter_option(),
         threshold: float = threshold_option(),
         alpha: float = alpha_option(),
         all_runs: bool = typer.Option(False, "--all-runs", help="Judge every run; by default only the newest run "

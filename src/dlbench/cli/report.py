@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from dlbench.cli._common import GPU_FILTER_HELP, HOST_HELP, SINCE_HELP, console, db_option
+from dlbench.cli._common import console, db_option, gpu_filter_option, host_option, since_option
 from dlbench.cli.fleet import alpha_option, check_judging, threshold_option
 from dlbench.errors import BadInput
 
@@ -30,9 +30,9 @@ def register(app: typer.Typer) -> None:
             help="Runs to include: run ids, unique prefixes, `latest`, result JSON files or folders of them. "
                  "Default: the latest run; with --since, --host or --gpu, every stored run that matches."),
         latest: bool = typer.Option(False, "--latest", help="Report the newest stored run."),
-        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
-        host: list[str] | None = typer.Option(None, "--host", metavar="GLOB", show_default=False, help=HOST_HELP),
-        gpu: str | None = typer.Option(None, "--gpu", help=GPU_FILTER_HELP),
+        since: str | None = since_option(),
+        host: list[str] | None = host_option(),
+        gpu: str | None = gpu_filter_option(),
         output: Path = typer.Option(Path("dlbench-report"), "--output", "-o",
                                     help="Folder to write index.html and the charts (PNG and SVG) into."),
         threshold: float = threshold_option(),

@@ -15,12 +15,13 @@ from pathlib import Path
 import typer
 
 from dlbench.cli._common import (
-    SINCE_HELP,
     db_option,
+    gpu_filter_option,
     json_option,
     parse_since,
     plain,
     print_json,
+    since_option,
     table_console,
 )
 from dlbench.errors import BadInput
@@ -187,11 +188,10 @@ def register(app: typer.Typer) -> None:
 
     @results_app.command("list")
     def list_cmd(
-        gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this "
-                                          "text (case-insensitive), e.g. H100."),
+        gpu: str | None = gpu_filter_option(),
         workload: str | None = typer.Option(None, "--workload", help="Only runs with a workload whose name "
                                                "contains this text, e.g. resnet50 or bert."),
-        since: str | None = typer.Option(None, "--since", metavar="WHEN", help=SINCE_HELP),
+        since: str | None = since_option(),
         as_json: bool = json_option(),
         db: str | None = db_option(),
     ) -> None:
