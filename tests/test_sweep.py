@@ -168,3 +168,31 @@ def test_batch_search_when_nothing_fits_or_a_probe_fails():
     search = find_batch_size(tiny("resnet50", batch_size=16), 60, run_probe=broken)
     assert search.batch_size is None and search.status == "timeout"
     assert "batch size 16" in search.error and search.notes == []
+
+
+def test_batch_size_auto_searches_once_for_every_gpu_count(monkeypatch):
+    """`--gpus 1,2 --batch-size auto`: the probes are one process whatever the count, so the search runs once and
+    the two-process configuration measures at the size it found."""
+    import dlbench.runner.batch_search as batch_search
+    import dlbench.runner.sweep as sweep
+    from dlbench.runner.batch_search import BatchSearch
+
+    searched, measured = [], []
+
+    def fake_search(config, timeout_s, observer=None):
+        searched.append(config)
+        return BatchSearch(start=config.batch_size, batch_size=24, smallest_failed=26)
+
+    def fake_measure(config, timeout_s, observer, thermometer, max_start_temp_c, max_wait_s, extra):
+        measured.append(config)
+        return {"status": "ok", "world_size": config.world_size, "batch_size": config.batch_size, **extra}
+
+    monkeypatch.setattr(batch_search, "find_batch_size", fake_search)
+    monkeypatch.setattr(sweep, "_measure_one", fake_measure)
+    plan = Plan(device="cpu", items=[
+        PlannedConfig(tiny("resnet50", batch_size=8, world_size=n), auto_batch=True, timeout_s=60, unit="images")
+        for n in (1, 2)])
+    results = run_sweep(plan).results
+    assert searched == [tiny("resnet50", batch_size=8, world_size=1)]
+    assert [(c.world_size, c.batch_size) for c in measured] == [(1, 24), (2, 24)]
+    assert results[0]["batch_size_search"] == results[1]["batch_size_search"]

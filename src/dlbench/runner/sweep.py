@@ -251,6 +251,9 @@ def run_sweep(plan: Plan, observer: SweepObserver | None = None,
     total = len(plan.items)
     observer.sweep_started(total)
     thermometer = GpuThermometer.open(plan.device, cuda_devices)
+    # A batch-size search probes one process per size, whatever the GPU count (the per-device batch is what fits),
+    # so `--gpus 1,2,4 --batch-size auto` searches once per configuration and the other counts reuse it.
+    searches: dict[RunConfig, Any] = {}
     try:
         with _signals_raise_interrupted():
             for index, item in enumerate(plan.items):
@@ -262,7 +265,10 @@ def run_sweep(plan: Plan, observer: SweepObserver | None = None,
                 else:
                     search_notes: list[str] = []
                     if item.auto_batch:
-                        search = find_batch_size(config, item.timeout_s, observer)
+                        one_device = replace(config, world_size=1)
+                        if one_device not in searches:
+                            searches[one_device] = find_batch_size(one_device, item.timeout_s, observer)
+                        search = searches[one_device]
                         extra["batch_size_search"] = search.info()
                         if search.batch_size is None:
                             result = make_result(config, search.status, search.error, extra=extra)
