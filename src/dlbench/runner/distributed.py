@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from dlbench.errors import BadInput
+from dlbench.runner.worker import one_line
 
 # Environment variables torchrun / torch.distributed elastic set for every worker.
 LAUNCH_ENV_VARS: tuple[str, ...] = (
@@ -146,18 +147,13 @@ def init_process_group(dist_env: DistEnv, device: str, timeout_s: float = DEFAUL
         raise RendezvousTimeout(
             f"rank {dist_env.rank} of {dist_env.world_size} could not join the process group at "
             f"{dist_env.master_addr}:{dist_env.master_port} within {timeout_s:g} s "
-            f"({type(exc).__name__}: {_first_line(exc)}); check that every node was started and can reach it"
+            f"({one_line(exc)}); check that every node was started and can reach it"
         ) from exc
     return dev
 
 
 class RendezvousTimeout(RuntimeError):
     """The group did not assemble in time (a node missing, a wrong address or port)."""
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else ""
 
 
 def ddp_wrapper(device: str, compile_mode: str = "off"):

@@ -38,8 +38,8 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
     )
     from dlbench.runner.document import build_document, make_result, new_run_id, utc_now_iso
     from dlbench.runner.plan import DEFAULT_TIMEOUT_S, DeviceFacts, build_plan
+    from dlbench.runner.rank_worker import classify
     from dlbench.runner.sweep import SweepObserver
-    from dlbench.runner.worker import is_oom, one_line, oom_message
 
     main = dist_env.is_main
     ignored_gpus = options.gpus is not None
@@ -93,8 +93,7 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
                 except (BadInput, RendezvousTimeout):
                     raise
                 except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
-                    status = "oom" if is_oom(exc) else "error"
-                    message = oom_message(config) if status == "oom" else one_line(exc)
+                    status, message = classify(exc, config)
                     failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
                     _fail(dist_env, message, results, failed, document, finish_run, json_path)
                 extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
@@ -125,21 +124,18 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
 def _fail(dist_env: DistEnv, message: str, results, failed, document, finish_run, json_path) -> None:
     """Leave the group at once: torchrun notices the exit and stops every other rank. Rank 0 first stores what
     was measured plus the failed configuration."""
+    from dlbench.runner.worker import one_line
+
     print(f"dlbench: rank {dist_env.rank} failed: {message}", file=sys.stderr)
     if dist_env.is_main:
         try:
             results.append(failed)
             finish_run(document([f"stopped: {failed['error']}"]), json_path)
         except Exception as exc:  # noqa: BLE001 - exiting anyway; say why nothing was saved
-            print(f"dlbench: could not save the partial result: {one_line_safe(exc)}", file=sys.stderr)
+            print(f"dlbench: could not save the partial result: {one_line(exc)}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1)  # no interpreter teardown: other ranks may be blocked in a collective with this one
-
-
-def one_line_safe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
