@@ -26,6 +26,7 @@ from dlbench.analysis.energy import (
     is_throttled,
     rank0_only,
     throttle_kind,
+    throttle_kind_shares,
     throttle_shares,
     usable,
 )
@@ -149,10 +150,10 @@ def _names(parts: list[str], total: int) -> str:
     return shown + (f" ({len(parts)} of {total} GPUs)" if 1 < len(parts) < total else "")
 
 
-_THROTTLE_KINDS = (  # kind, cause, NVML reasons, what held the clocks down
-    ("thermal", "thermal_throttling", ("sw_thermal_slowdown", "hw_thermal_slowdown"), "temperature"),
-    ("power", "power_throttling", ("sw_power_cap", "hw_power_brake_slowdown"), "the power cap"),
-    ("hardware", "hardware_slowdown", ("hw_slowdown",), "a hardware slowdown"),
+_THROTTLE_KINDS = (  # kind (its NVML reasons: energy.throttle_kind_shares), cause, what held the clocks down
+    ("thermal", "thermal_throttling", "temperature"),
+    ("power", "power_throttling", "the power cap"),
+    ("hardware", "hardware_slowdown", "a hardware slowdown"),
 )
 
 
@@ -161,9 +162,8 @@ def group_findings(tel: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     gpus = gpus_of(tel)
     good = [g for g in gpus if usable(g)]
-    for kind, cause, reasons, what in _THROTTLE_KINDS:
-        hit = [(max(throttle_shares(g).get(r, 0.0) for r in reasons), g) for g in good
-               if kind in throttle_kind(g)]
+    for kind, cause, what in _THROTTLE_KINDS:
+        hit = [(throttle_kind_shares(g)[kind], g) for g in good if kind in throttle_kind(g)]
         if not hit:
             continue
         hit.sort(key=lambda sg: -sg[0])
