@@ -87,3 +87,20 @@ def test_a_baseline_that_differs_in_any_configuration_key_does_not_count(key, ot
     assert results[2]["scaling_efficiency"] == pytest.approx(0.76)
     series = scaling_series(results)
     assert sorted(len(s["points"]) for s in series) == [1, 2]
+
+
+@pytest.mark.parametrize("missing", [("compile",), ("flavour",), ("compile", "flavour", "world_size")])
+def test_an_older_result_without_defaulted_fields_pairs_with_its_baseline(missing):
+    # Older documents leave out fields whose absence means the default (compile off, flavour full, one GPU):
+    # such a one-device result is the baseline of a new 2-GPU run, and an old 2-GPU run finds a new baseline.
+    old = {k: v for k, v in _result(1, 100.0).items() if k not in missing}
+    results = [old, _result(2, 190.0)]
+    add_scaling_efficiency(results)
+    assert results[1]["scaling_efficiency"] == pytest.approx(0.95)
+    (series,) = scaling_series(results)
+    assert [p["world_size"] for p in series["points"]] == [1, 2]
+    assert (series["compile"], series["flavour"]) == ("off", "full")
+    old_multi = {k: v for k, v in _result(2, 180.0).items() if k == "world_size" or k not in missing}
+    results = [_result(1, 100.0), old_multi]
+    add_scaling_efficiency(results)
+    assert results[1]["scaling_efficiency"] == pytest.approx(0.9)

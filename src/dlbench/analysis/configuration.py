@@ -53,6 +53,12 @@ def config_key(result: Mapping[str, Any]) -> tuple:
     return tuple(result.get(k) if result.get(k) is not None else _DEFAULTS.get(k) for k in CONFIG_KEYS)
 
 
+def config_key_without(result: Mapping[str, Any], *fields: str) -> tuple:
+    """`config_key` less `fields`: the identity two results share when they may differ only in those fields
+    (scaling pairs on everything but `world_size`; speed-ups on everything but `compile`, or `precision`)."""
+    return tuple(v for k, v in zip(CONFIG_KEYS, config_key(result), strict=True) if k not in fields)
+
+
 def compile_name(mode: str | None) -> str:
     """The compile mode in words: "eager" for off (or unknown), else "compile MODE"."""
     return "eager" if mode in (None, "off") else f"compile {mode}"

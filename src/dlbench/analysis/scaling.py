@@ -8,7 +8,9 @@ Definitions (no torch here):
   one whose step times count for throughput (`slowest_rank_repeats`). Every rank's own step times are kept in
   the result's `ranks`.
 - `scaling_efficiency` = samples/s at N / (N x samples/s at 1), where the one-device result has the same
-  workload, precision, compile mode, per-device batch, sequence length, flavour and device type. 1.0 is
+  configuration (`configuration.config_key` less the device count: workload, precision, compile mode,
+  per-device batch, sequence length, flavour, with its defaults for fields older results leave out) and the
+  same device type. 1.0 is
   perfect linear scaling; the seeds quote 0.94-0.95 per added RTX 6000 Ada and 0.62-0.75 for RTX 4090.
 """
 
@@ -17,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dlbench.analysis.configuration import config_label
+from dlbench.analysis.configuration import CONFIG_KEYS, config_key_without, config_label
 
-# Keys that must agree between the N-device result and its one-device baseline.
-_MATCH_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "flavour")
+# What an N-device result shares with its one-device baseline: the configuration less the device count.
+_SERIES_KEYS: tuple[str, ...] = tuple(k for k in CONFIG_KEYS if k != "world_size")
 
 
 def scaling_efficiency(samples_per_s_n: float | None, world_size: int, samples_per_s_1: float | None) -> float | None:
@@ -40,7 +42,7 @@ def _device_type(device: str | None) -> str | None:
 
 
 def _match_key(result: dict[str, Any]) -> tuple:
-    return tuple(result.get(k) for k in _MATCH_KEYS) + (_device_type(result.get("device")),)
+    return config_key_without(result, "world_size") + (_device_type(result.get("device")),)
 
 
 def add_scaling_efficiency(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -104,7 +106,8 @@ def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 "scaling_efficiency": scaling_efficiency(r["samples_per_s"], n, base) if n > 1 else None,
             })
         first = rows[0]
-        series.append({"label": config_label(first, per_device=True), **{k: first.get(k) for k in _MATCH_KEYS}, "points": points})
+        fields = dict(zip(_SERIES_KEYS, config_key_without(first, "world_size"), strict=True))
+        series.append({"label": config_label(first, per_device=True), **fields, "points": points})
     return series
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlbench.analysis.configuration import CONFIG_KEYS, config_key
+from dlbench.analysis.configuration import config_key_without
 
 _MIXED = ("amp-fp16", "amp-bf16")
 # Baselines for mixed precision, most relevant first: TF32 is what full precision means on Ampere and later.
@@ -20,10 +20,6 @@ _FULL_PRECISION = ("tf32", "fp32")
 
 def _ok(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in results if r.get("status") == "ok" and r.get("samples_per_s")]
-
-
-def _key_without(result: dict[str, Any], *fields: str) -> tuple:
-    return tuple(v for k, v in zip(CONFIG_KEYS, config_key(result), strict=True) if k not in fields)
 
 
 def speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -56,8 +52,8 @@ def compile_baseline(result: dict[str, Any], candidates: list[dict[str, Any]]) -
     """
     if (result.get("compile") or "off") == "off":
         return None
-    key = _key_without(result, "compile")
-    found = [c for c in _ok(candidates) if (c.get("compile") or "off") == "off" and _key_without(c, "compile") == key]
+    key = config_key_without(result, "compile")
+    found = [c for c in _ok(candidates) if (c.get("compile") or "off") == "off" and config_key_without(c, "compile") == key]
     return found[-1] if found else None
 
 
@@ -69,8 +65,8 @@ def precision_baseline(result: dict[str, Any], candidates: list[dict[str, Any]])
     """
     if result.get("precision") not in _MIXED:
         return None
-    key = _key_without(result, "precision", "batch_size")
-    same = [c for c in _ok(candidates) if _key_without(c, "precision", "batch_size") == key]
+    key = config_key_without(result, "precision", "batch_size")
+    same = [c for c in _ok(candidates) if config_key_without(c, "precision", "batch_size") == key]
     for precision in _FULL_PRECISION:
         found = [c for c in same if c.get("precision") == precision]
         if found:
