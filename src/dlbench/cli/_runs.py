@@ -17,65 +17,54 @@ def is_path_ref(ref: str) -> bool:
     return Path(ref).is_file() or ref.endswith(".json")
 
 
-def load_run(ref: str, db: str | None = None, store: Any = None) -> dict[str, Any]:
+def load_run(ref: str, db: str | None = None) -> dict[str, Any]:
     """The result document a reference names (a JSON file, or a run in the store at `db`)."""
-    if is_path_ref(ref):
-        path = Path(ref)
-        if not path.is_file():
-            raise BadInput(f"{ref}: no such result file")
-        from dlbench.store.documents import load_document
-
-        return load_document(path)
-    if store is None:
-        from dlbench.store import open_store
-
-        store = open_store(db)
-    return store.get_run(ref)
+    return load_runs([ref], db)[0]
 
 
-def load_runs(refs: list[str], db: str | None = None) -> list[dict[str, Any]]:
-    """Documents for several references, opening the store at most once."""
+def load_runs(refs: list[str], db: str | None = None, *, folders: bool = False) -> list[dict[str, Any]]:
+    """The documents the references name, in order: JSON files and runs in the store at `db`, which is opened at
+    most once and always closed. With `folders`, a folder stands for the result files (*.json) in it."""
+    from dlbench.store.documents import load_document
+
     store = None
-    docs = []
-    for ref in refs:
-        if not is_path_ref(ref) and store is None:
-            from dlbench.store import open_store
+    docs: list[dict[str, Any]] = []
+    try:
+        for ref in refs:
+            if not ref.strip():
+                raise BadInput(f"an empty run reference was given{' (use . for the current folder)' if folders else ''}")
+            path = Path(ref)
+            if folders and path.is_dir():
+                files = sorted(p for p in path.glob("*.json") if p.is_file())
+                if not files:
+                    raise BadInput(f"{ref}: no result files (*.json) in this folder")
+                docs += [load_document(f) for f in files]
+            elif is_path_ref(ref):
+                if not path.is_file():
+                    raise BadInput(f"{ref}: no such result file")
+                docs.append(load_document(path))
+            else:
+                if store is None:
+                    from dlbench.store import open_store
 
-            store = open_store(db)
-        docs.append(load_run(ref, db, store))
-    return docs
+                    store = open_store(db)
+                docs.append(store.get_run(ref))
+        return docs
+    finally:
+        if store is not None:
+            store.close()
 
 
 def load_documents(refs: list[str], db: str | None, since: Any, gpu: str | None) -> tuple[list[dict], str]:
     """The documents the references name (run ids, JSON files, folders of JSON files), or every stored run
     (narrowed by `since` and `gpu` in the query); and where they came from, for messages."""
+    if refs:
+        return load_runs(refs, db, folders=True), "the runs given"
     from dlbench.store import open_store
-    from dlbench.store.documents import load_document
 
-    store = None
-    try:
-        if not refs:
-            store = open_store(db)
-            listed = store.list_runs(gpu=gpu, since=since)
-            return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
-        docs: list[dict] = []
-        for ref in refs:
-            if not ref.strip():
-                raise BadInput("an empty run reference was given (use . for the current folder)")
-            path = Path(ref)
-            if path.is_dir():
-                files = sorted(p for p in path.glob("*.json") if p.is_file())
-                if not files:
-                    raise BadInput(f"{ref}: no result files (*.json) in this folder")
-                docs += [load_document(f) for f in files]
-                continue
-            if not is_path_ref(ref) and store is None:
-                store = open_store(db)
-            docs.append(load_run(ref, db, store))
-        return docs, "the runs given"
-    finally:
-        if store is not None:
-            store.close()
+    with open_store(db) as store:
+        listed = store.list_runs(gpu=gpu, since=since)
+        return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
 
 
 def select_runs(refs: list[str], db: str | None, since: str | None = None, hosts: list[str] | None = None,
