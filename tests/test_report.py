@@ -261,3 +261,25 @@ def test_results_table_keeps_the_published_near_misses_out_of_the_cell(tmp_path)
     html = write_report([doc], tmp_path / "out").read_text(encoding="utf-8")
     assert "no published results for bert-base-squad seq 128 amp-fp16 on 1 GPU" in html
     assert html.count("(published: ") == 1  # in the note under the ranking section, not again in the table
+
+
+def test_each_result_is_set_against_published_results_once(tmp_path, monkeypatch):
+    # The results table, the ranking charts and the "nothing comparable" notes read one comparison per result.
+    from dlbench.report import html
+    from report_docs import sample_document
+
+    calls = []
+
+    def counted(doc, result, published=None):
+        calls.append(id(result))
+        return real(doc, result, published)
+
+    real = html.vs_published_in
+    monkeypatch.setattr(html, "vs_published_in", counted)
+    cpu = make_document([make_result(flavour="tiny", device="cpu")], env=environment(gpu_name=None))
+    docs = [sample_document(), cpu]
+    write_report(docs, tmp_path)
+    results = [r for doc in docs for r in doc["results"]]
+    assert sorted(calls) == sorted(id(r) for r in results)
+    write_report([cpu], tmp_path / "cpu")  # nothing comparable: the notes' reasons come from the same comparison
+    assert len(calls) == len(results) + 1

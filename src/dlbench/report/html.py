@@ -51,12 +51,14 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
     # A fleet (one run per host): hosts name the runs better than their ids do.
     by_host = len(documents) > 1 and all(hosts) and len(set(hosts)) == len(hosts)
     runs = [_run_info(doc, i, len(documents), by_host) for i, doc in enumerate(documents)]
-    rows = _result_rows(documents, runs, published)
+    # Each result against published results, once: the results table and the ranking charts read the same one.
+    vs = [[vs_published_in(doc, r, published) for r in doc.get("results") or []] for doc in documents]
+    rows = _result_rows(documents, runs, vs)
     # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
     # the "Against published results" section says why, once.
     show_vs = any(r["vs_main"] != fmt.DASH for r in rows)
     groups = [g for g in (
-        _ranking_group(documents, runs, published, chart_dir),
+        _ranking_group(documents, runs, vs, published, chart_dir),
         _speedup_group(documents, runs, chart_dir),
         _step_time_group(documents, runs, chart_dir),
         _scaling_group(documents, runs, chart_dir),
@@ -178,11 +180,11 @@ def _counted(values, tags: list[str] | None = None) -> str:
     return ", ".join(parts)
 
 
-def _result_rows(documents, runs, published) -> list[dict[str, Any]]:
+def _result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
+    """The results table; `vs_by_doc[i][j]` is `vs_published_in` of document i's result j."""
     rows = []
-    for doc, run in zip(documents, runs, strict=True):
-        for r in doc.get("results") or []:
-            vs = vs_published_in(doc, r, published)
+    for doc, run, vs_by_result in zip(documents, runs, vs_by_doc, strict=True):
+        for r, vs in zip(doc.get("results") or [], vs_by_result, strict=True):
             st = r.get("step_time_s") or {}
             details = [fmt.precision_name(r.get("precision", "?")), fmt.compile_name(r.get("compile")),
                        f"batch {fmt.plain(r.get('batch_size'))}"]
@@ -230,10 +232,10 @@ def _group(key: str, title: str, intro: str, figures: list[dict[str, Any]], note
     return {"id": key, "title": title, "intro": intro, "figures": figures, "notes": notes or []}
 
 
-def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | None:
+def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str, Any] | None:
     groups: dict[tuple, list[dict[str, Any]]] = {}
-    for doc, run in zip(documents, runs, strict=True):
-        for r in doc.get("results") or []:
+    for doc, run, vs_by_result in zip(documents, runs, vs_by_doc, strict=True):
+        for r, vs in zip(doc.get("results") or [], vs_by_result, strict=True):
             gpu = result_gpu(doc, r) or {}
             if not_comparable_reason(r, gpu.get("name")):
                 continue
@@ -242,10 +244,11 @@ def _ranking_group(documents, runs, published, chart_dir) -> dict[str, Any] | No
             name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
                                                "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
-                                               "vs": vs_published_in(doc, r, published)})
+                                               "vs": vs})
     if not groups:
-        reasons = sorted({vs_published_in(doc, r, published)["reason"] or "" for doc in documents
-                          for r in doc.get("results") or [] if r.get("status") == "ok"} - {""})
+        reasons = sorted({vs["reason"] or "" for doc, vs_by_result in zip(documents, vs_by_doc, strict=True)
+                          for r, vs in zip(doc.get("results") or [], vs_by_result, strict=True)
+                          if r.get("status") == "ok"} - {""})
         if not reasons:
             return None
         return _group("ranking", "Against published results", "Nothing here is comparable with published "
