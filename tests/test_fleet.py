@@ -52,6 +52,24 @@ def test_the_throttled_node_is_slow_and_the_two_percent_one_is_not():
     assert report["summary"] == f"6 nodes, 1 slow: node04 ({slow['vs_median_pct']:+.0f}%, thermal throttling)"
 
 
+def test_the_peers_step_times_are_pooled_once_per_group(monkeypatch):
+    # The peers' pool is gathered once per group, not once per slow node (quadratic in hosts x steps for a large
+    # fleet with many slow nodes); every slow node is tested against the same peers, with the same verdicts.
+    from dlbench.analysis import compare, fleet
+
+    reads, pools = [], []
+    monkeypatch.setattr(fleet, "measured_step_times", lambda r: reads.append(r) or compare.measured_step_times(r))
+    monkeypatch.setattr(fleet, "significance", lambda a, b, alpha: pools.append(list(a)) or
+                        compare.significance(a, b, alpha))
+    docs = [node(f"node{i:02d}", STEP_S / (0.88 if i % 3 == 0 else 1.0), seed=i) for i in range(1, 13)]
+    report = fleet_report(docs)
+    assert sorted(f["host"] for f in report["flagged"]) == ["node03", "node06", "node09", "node12"]
+    healthy = [t for d in docs if d["environment"]["hostname"][-2:] not in ("03", "06", "09", "12")
+               for t in compare.measured_step_times(d["results"][0])]
+    assert len(pools) == 4 and all(pool == healthy for pool in pools)
+    assert len(reads) <= 2 * len(docs)
+
+
 def test_threshold_decides_what_counts_as_slow():
     report = fleet_report(six_nodes(), threshold_pct=12.0)
     assert report["exit_code"] == 0 and report["flagged"] == []

@@ -233,10 +233,11 @@ def _judge(entries: list[dict[str, Any]], gpu: str | None, threshold: float, alp
         f"only {len(measured)} run{'s' if len(measured) != 1 else ''} measured this configuration: too few to "
         f"judge (at least {MIN_RUNS} needed to tell a slow node from a slow peer)")
     majority = _majorities(entries)
+    peers = _peers(measured, median, judged, threshold)
     rows = []
     for e in entries:
-        row = _row(e, measured, median, judged, threshold, alpha)
-        row["causes"] = _causes(e, measured, majority, threshold) + row.pop("gpu_causes")
+        row = _row(e, peers, median, judged, threshold, alpha)
+        row["causes"] = _causes(e, peers, majority, threshold) + row.pop("gpu_causes")
         rows.append(row)
     _mark_fleet_wide(rows)
     _name_nodes(rows)
@@ -263,7 +264,30 @@ def _measured(result: dict[str, Any]) -> bool:
     return result.get("status") == "ok" and bool(result.get("samples_per_s"))
 
 
-def _row(e: dict[str, Any], measured: list[dict[str, Any]], median: float | None, judged: bool,
+def _peers(measured: list[dict[str, Any]], median: float | None, judged: bool, threshold: float) -> dict[str, Any]:
+    """What every row of a group is held against, gathered once per group (not once per row: a fleet of hundreds
+    of hosts with hundreds of steps each made that quadratic).
+
+    `pool`: the step times of the runs within the threshold of the median, in the group's order (the reference of
+    the test; a run below the threshold, the only kind tested, is never in it). `sm_clocks`: every measured run's
+    mean SM clock, and `gpu_sm_clocks` every GPU's of the runs with per-GPU telemetry (the run's own included,
+    as the fleet median they are set against)."""
+    import numpy as np
+
+    pool: list[float] = []
+    if judged and median is not None:
+        for o in measured:
+            if float(o["result"]["samples_per_s"]) >= median * (1.0 - threshold):
+                pool += measured_step_times(o["result"])
+    clocks = [(o["result"].get("telemetry") or {}).get("sm_clock_mean_mhz") for o in measured
+              if usable(o["result"].get("telemetry"))]
+    gpu_clocks = [g.get("sm_clock_mean_mhz") for o in measured for g in gpus_of(o["result"].get("telemetry"))
+                  if usable(g) and g.get("sm_clock_mean_mhz")]
+    # An array once, rather than the tests converting the same list again for every run they test.
+    return {"pool": np.asarray(pool, dtype=float), "sm_clocks": [c for c in clocks if c], "gpu_sm_clocks": gpu_clocks}
+
+
+def _row(e: dict[str, Any], peers: dict[str, Any], median: float | None, judged: bool,
          threshold: float, alpha: float) -> dict[str, Any]:
     r = e["result"]
     row: dict[str, Any] = {"host": e["host"], "run_id": e["doc"].get("run_id"), "created_at": e["created_at"],
@@ -272,7 +296,7 @@ def _row(e: dict[str, Any], measured: list[dict[str, Any]], median: float | None
                            "cv": r.get("cv"), "ratio": None, "vs_median_pct": None, "steps": 0, "welch_p": None,
                            "mannwhitney_p": None, "significant": None, "test_reason": None,
                            "telemetry": usable(r.get("telemetry")), "verdict": "", "flagged": False}
-    row["gpus"], row["gpu_causes"] = _per_gpu(r, e["host"], measured, threshold)
+    row["gpus"], row["gpu_causes"] = _per_gpu(r, e["host"], peers["gpu_sm_clocks"], threshold)
     if not _measured(r):
         attempted = r.get("status") not in _NOT_ATTEMPTED
         row["verdict"] = "failed" if attempted else str(r.get("status"))
@@ -290,9 +314,7 @@ def _row(e: dict[str, Any], measured: list[dict[str, Any]], median: float | None
         return row
     # The reference is the peers within the threshold of the median: another slow node in the pool would pull
     # the pool's mean towards this one and hide it from Welch's test.
-    others = [t for o in measured if o is not e and float(o["result"]["samples_per_s"]) >= median * (1.0 - threshold)
-              for t in measured_step_times(o["result"])]
-    test = significance(others, times, alpha)
+    test = significance(peers["pool"], times, alpha)
     row.update(welch_p=test["welch_p"], mannwhitney_p=test["mannwhitney_p"], significant=test["significant"],
                test_reason=test["reason"])
     if test["significant"] is False:
@@ -342,7 +364,7 @@ def _short(cause: str, tel: dict[str, Any]) -> str:
     return _SHORT.get(cause, cause.replace("_", " "))
 
 
-def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[str, Any],
+def _causes(e: dict[str, Any], peers: dict[str, Any], majority: dict[str, Any],
             threshold: float) -> list[dict[str, Any]]:
     """Causes for one run: its telemetry (the GPUs' own under `gpus` when it has `per_gpu`), its SM clock against
     the fleet's, and its software and power limit against the fleet majority's."""
@@ -353,9 +375,7 @@ def _causes(e: dict[str, Any], measured: list[dict[str, Any]], majority: dict[st
     else:
         out = _from_findings(telemetry_findings(r), tel)
         clock = (tel or {}).get("sm_clock_mean_mhz") if usable(tel) else None
-        peers = [(o["result"].get("telemetry") or {}).get("sm_clock_mean_mhz") for o in measured
-                 if usable(o["result"].get("telemetry"))]
-        out += _low_clock(clock, [c for c in peers if c], threshold)
+        out += _low_clock(clock, peers["sm_clocks"], threshold)
     env = e["env"]
     for key, label in ENV_KEYS:
         have, fleet = env.get(key), majority.get(key)
@@ -390,17 +410,15 @@ def _low_clock(clock: float | None, peers: list[float], threshold: float) -> lis
                    f"{median:.0f} MHz", f"SM clock {pct:+.0f}%")]
 
 
-def _per_gpu(r: dict[str, Any], host: str, measured: list[dict[str, Any]], threshold: float
-             ) -> tuple[list, list]:
+def _per_gpu(r: dict[str, Any], host: str, peers: list[float], threshold: float) -> tuple[list, list]:
     """Each GPU of a data-parallel result (from `telemetry.per_gpu`) with its figures and causes, and all those
     causes (each naming its GPU under `gpu`) for the result's own list. Empty without per-GPU telemetry.
 
-    A GPU is named by `analysis.energy.gpu_label`, without the host when it is the run's own."""
+    A GPU is named by `analysis.energy.gpu_label`, without the host when it is the run's own; `peers` are the
+    group's GPUs' mean SM clocks."""
     blocks = gpus_of(r.get("telemetry"))
     if not blocks:
         return [], []
-    peers = [g.get("sm_clock_mean_mhz") for o in measured for g in gpus_of(o["result"].get("telemetry"))
-             if usable(g) and g.get("sm_clock_mean_mhz")]
     gpus, row_causes = [], []
     for i, g in enumerate(blocks):
         name = gpu_label(g, home_host=host, position=i)
@@ -451,12 +469,13 @@ def _mark_fleet_wide(rows: list[dict[str, Any]]) -> None:
     """A cause seen on at least half of the other measured runs does not tell a run apart: mark it fleet-wide."""
     measured = [row for row in rows if row["samples_per_s"] is not None]
     seen = [{c["cause"] for c in row["causes"]} for row in measured]
-    for row in measured:
-        others = [s for other, s in zip(measured, seen, strict=True) if other is not row]
-        if len(others) < MIN_RUNS - 1:
-            continue
+    runs_with = Counter(cause for causes in seen for cause in causes)  # counted once, not once per row
+    others = len(measured) - 1
+    if others < MIN_RUNS - 1:
+        return
+    for row, own in zip(measured, seen, strict=True):
         for c in row["causes"]:
-            c["fleet_wide"] = sum(c["cause"] in s for s in others) * 2 >= len(others)
+            c["fleet_wide"] = (runs_with[c["cause"]] - (c["cause"] in own)) * 2 >= others
         row["causes"].sort(key=lambda c: (c["fleet_wide"], c["severity"] != "warn"))
 
 
