@@ -164,6 +164,26 @@ def test_cli_report_from_file(tmp_path, capsys):
     assert "Wrote" in out
 
 
+def test_cli_report_counts_the_charts_it_wrote_not_the_files_in_the_folder(tmp_path, capsys):
+    # A chart folder the user also keeps other pictures in: the line names what this report drew, nothing else.
+    from dlbench.report.html import write_report_files
+
+    path = tmp_path / "run.json"
+    doc = make_document([make_result(precision="tf32", seed=1), make_result(precision="tf32", compile="default",
+                                                                            seed=2)])
+    write_json_atomic(path, doc)
+    out_dir = tmp_path / "report"
+    (out_dir / "charts").mkdir(parents=True)
+    (out_dir / "charts" / "team-photo.png").write_bytes(b"\x89PNG not a chart")
+    code, out, err = run_cli(capsys, "report", str(path), "--output", str(out_dir))
+    assert code == 0, err
+    written = write_report_files([doc], tmp_path / "again")
+    names = sorted(c.name for c in written.charts)
+    assert names and all((out_dir / "charts" / f"{n}.png").is_file() for n in names) and not written.fleet
+    assert f"index.html ({len(names)} chart{'s' if len(names) != 1 else ''}, PNG and SVG in " in out
+    assert (out_dir / "charts" / "team-photo.png").is_file()  # left alone
+
+
 def test_cli_report_latest_from_store(tmp_path, capsys):
     from dlbench.store import open_store
 

@@ -52,16 +52,16 @@ def register(app: typer.Typer) -> None:
         documents = select_runs(refs, db, since, host, gpu)
         if not any(doc.get("results") for doc in documents):
             raise BadInput("nothing to report: the selected run(s) have no results")
-        from dlbench.report.html import write_report
+        from dlbench.report.html import write_report_files
 
         try:
-            index = write_report(documents, output, threshold_pct=threshold, alpha=alpha)
+            written = write_report_files(documents, output, threshold_pct=threshold, alpha=alpha)
         except OSError as exc:
             raise BadInput(f"cannot write the report to {output}: {exc.strerror or exc}") from None
-        charts = sorted(p.name for p in (output / "charts").glob("*.png")) if (output / "charts").is_dir() else []
         head = f"{len(documents)} runs" if len(documents) > 1 else ""
-        if any(name.startswith("fleet_") for name in charts):
+        if written.fleet:
             head += " with a fleet section"
-        what = f"{len(charts)} chart{'s' if len(charts) != 1 else ''}, PNG and SVG in {output / 'charts'}"
+        count = len(written.charts)
+        what = f"{count} chart{'s' if count != 1 else ''}, PNG and SVG in {output / 'charts'}"
         # paths whole: not markup, not wrapped
-        console().print(f"Wrote {index} ({head + ', ' if head else ''}{what})", markup=False, soft_wrap=True)
+        console().print(f"Wrote {written.index} ({head + ', ' if head else ''}{what})", markup=False, soft_wrap=True)

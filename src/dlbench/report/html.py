@@ -1,7 +1,7 @@
 """The HTML report: `dlbench report --latest --output report/` writes `report/index.html` plus every chart.
 
 `write_report(documents, out_dir)` draws the charts (PNG and SVG files next to the page) and renders
-`templates/report.html.j2`. The page is self-contained: each chart is embedded as an SVG data URI, so
+`templates/report.html.j2`; `write_report_files` does the same and says what it wrote (`WrittenReport`). The page is self-contained: each chart is embedded as an SVG data URI, so
 `index.html` can be mailed or attached on its own; the files are there for slides and posts.
 Figures come from `dlbench.analysis` (ranking, speed-ups, scaling, fleet); this module only arranges them. The fleet
 section is `fleet_section`, the telemetry charts `telemetry_section`, and how a fleet's many runs are thinned for
@@ -11,6 +11,7 @@ the per-run charts `represent`.
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,24 @@ _short_config = short_config  # the name tests and older callers use
 TEMPLATE = "report.html.j2"
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    """What `write_report_files` wrote: the page, its charts in page order (each as PNG and SVG), and whether the
+    page has a fleet section."""
+
+    index: Path
+    charts: tuple[charts.Chart, ...]
+    fleet: bool
+
+
 def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None,
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, alpha: float = DEFAULT_ALPHA) -> Path:
+    """`write_report_files`, returning the path of `index.html`."""
+    return write_report_files(documents, out_dir, published, threshold_pct, alpha).index
+
+
+def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, published: list[Any] | None = None,
+                       threshold_pct: float = DEFAULT_THRESHOLD_PCT, alpha: float = DEFAULT_ALPHA) -> WrittenReport:
     """Write `out_dir/index.html` and the charts (`out_dir/charts/*.png|svg`) for these result documents; the fleet
     section judges hosts with `threshold_pct` and `alpha` (`dlbench fleet --threshold --alpha`)."""
     out_dir = Path(out_dir)
@@ -94,7 +111,7 @@ def write_report(documents: list[dict[str, Any]], out_dir: str | Path, published
     out_dir.mkdir(parents=True, exist_ok=True)
     index = out_dir / "index.html"
     index.write_text(html, encoding="utf-8")
-    return index
+    return WrittenReport(index, tuple(f["chart"] for f in figures), fleet is not None)
 
 
 def _remove_stale_charts(chart_dir: Path, written: set[str]) -> None:
