@@ -169,3 +169,19 @@ def test_a_rank_out_of_memory_is_recorded_as_oom_not_error():
         assert classify(outer, config)[0] == "oom"
     status, error = classify(RuntimeError("NCCL error: unhandled system error"), config)
     assert status == "error" and "NCCL error" in error
+
+
+def test_one_signal_name_for_a_crashed_worker_and_a_killed_rank(tmp_path):
+    """The sweep (Popen return code) and the group launcher (torchrun's exitcode) name a signal with one helper
+    that takes the signal number, i.e. -returncode."""
+    import signal
+
+    from dlbench.runner.sweep import _read_outcome
+    from dlbench.runner.worker import signal_name
+
+    assert signal_name(signal.SIGKILL) == "SIGKILL" and signal_name(250) == "signal 250"
+    crashed = _read_outcome(tmp_path / "no-result.json", -signal.SIGSEGV, tmp_path / "no.log")
+    assert crashed["error"] == "worker crashed (SIGSEGV)"
+    summary = TORCHRUN_SUMMARY.replace("exitcode  : -9", "exitcode  : -250")
+    ranks = {1: _status(tmp_path, 1, phase="measure", done=1, total=3, status="running")}
+    assert "rank 1 failed: killed by signal 250 (" in _outcome(1, False, 60, tmp_path, ranks, summary, 2).error

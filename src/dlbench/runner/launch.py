@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
+from dlbench.runner.worker import signal_name
 
 # Grace period between SIGTERM to the launcher and SIGKILL to whatever is left.
 TERM_GRACE_S = 5.0
@@ -286,13 +287,6 @@ def _is_peer_loss(message: str | None) -> bool:
     return any(key in text for key in _PEER_LOSS)
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
 def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir: Path,
              ranks: dict[int, dict[str, Any]], log_tail: str, nproc: int) -> GroupOutcome:
     result = _read_json(workdir / "result.json")
@@ -317,7 +311,7 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     if signalled:
         r = root if root in signalled else signalled[0]
         code, reason = failures[r]
-        return fail("error", f"rank {r} failed: killed by {_signal_name(code)} ({reason}) during "
+        return fail("error", f"rank {r} failed: killed by {signal_name(-code)} ({reason}) during "
                              f"{_phase(ranks.get(r))}; the group was torn down", r)
 
     # 3. A rank that exited without a report while its peers lost their connection to it.

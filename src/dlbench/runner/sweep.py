@@ -40,6 +40,7 @@ from dlbench.runner.thermal import (
     GpuThermometer,
     wait_until_cool,
 )
+from dlbench.runner.worker import signal_name
 
 KILL_GRACE_S = 5.0
 
@@ -210,20 +211,13 @@ def _read_outcome(result_path: Path, returncode: int, log_path: Path) -> dict[st
         outcome.setdefault("telemetry_reason", None)
         return outcome
     if returncode < 0:
-        name = _signal_name(-returncode)
+        name = signal_name(-returncode)
         hint = "; the system may have run out of memory" if -returncode == signal.SIGKILL else ""
         return _outcome("error", f"worker crashed ({name}){hint}")
     if returncode > 0:
         tail = _last_line(log_path)
         return _outcome("error", f"worker exited with code {returncode}" + (f": {tail}" if tail else ""))
     return _outcome("error", "worker exited without writing a result")
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def _last_line(path: Path, limit: int = 200) -> str:
