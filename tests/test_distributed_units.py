@@ -107,13 +107,14 @@ def test_signal_beats_peer_connection_errors(tmp_path):
     outcome = _outcome(1, False, 60, tmp_path, ranks, TORCHRUN_SUMMARY, 2)
     assert outcome.status == "error" and outcome.failed_rank == 1
     assert outcome.error.startswith("rank 1 failed: killed by SIGKILL") and "measure 1/3" in outcome.error
+    assert outcome.signal == "SIGKILL"  # for a reader that must not parse the text (batch_search._too_big)
 
 
 def test_own_error_beats_everything(tmp_path):
     ranks = {0: _status(tmp_path, 0, phase="measure", status="oom", error="out of memory at batch size 4"),
              1: _status(tmp_path, 1, phase="measure", status="error", error="Connection reset by peer")}
     outcome = _outcome(1, False, 60, tmp_path, ranks, "", 2)
-    assert (outcome.status, outcome.failed_rank) == ("oom", 0)
+    assert (outcome.status, outcome.failed_rank, outcome.signal) == ("oom", 0, None)
 
 
 def test_timeout_lists_every_rank(tmp_path):
