@@ -46,6 +46,20 @@ def test_detect_reads_torchrun_environment():
         detect({"RANK": "2", "WORLD_SIZE": "2"})
 
 
+def test_a_rank_uses_its_local_rank_device_even_for_auto(monkeypatch):
+    """torchrun sets no current device (it is 0 in every rank): a rank's GPU comes from LOCAL_RANK alone."""
+    from dlbench.runner.distributed import rank_device
+    from dlbench.runner.plan import DeviceFacts
+
+    gpu = {"name": "GPU", "memory_bytes": 1, "compute_capability": [9, 0], "uuid": None}
+    monkeypatch.setattr(DeviceFacts, "detect", staticmethod(lambda: DeviceFacts(cuda=[gpu, gpu], current_cuda=0)))
+    rank_1 = detect({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+    assert rank_device(rank_1, "auto") == rank_device(rank_1, "cuda") == rank_device(rank_1, "cuda:0") == "cuda:1"
+    assert rank_device(rank_1, "cpu") == "cpu"
+    monkeypatch.setattr(DeviceFacts, "detect", staticmethod(lambda: DeviceFacts()))
+    assert rank_device(rank_1, "auto") == "cpu"
+
+
 def test_gpus_option_parsing_and_resolution():
     assert parse_gpus("4,1,2,2") == [1, 2, 4]
     assert parse_gpus("all") == "all"

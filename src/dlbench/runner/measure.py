@@ -322,8 +322,8 @@ def _measure(
     """The measurement itself (steps 1-4 of the module docstring)."""
     import torch
 
-    from dlbench.runner.capabilities import resolve_device
     from dlbench.runner.flops import flops_per_sample
+    from dlbench.runner.plan import resolve_device
     from dlbench.runner.precision import apply_precision, precision_flags
 
     device = torch.device(resolve_device(config.device))
