@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     report.check("torch build", check_torch_build)
     report.check("store", check_store)
     if device.startswith("cuda"):
-        from dlbench.runner.capabilities import resolve_device
+        from dlbench.runner.plan import resolve_device
 
         device = resolve_device(device)  # "cuda" -> "cuda:N" (the current device)
         report.check("device", lambda: check_device(device))

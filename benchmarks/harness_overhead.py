@@ -160,8 +160,8 @@ def main() -> None:
 
     import torch
 
-    from dlbench.runner.capabilities import resolve_device
     from dlbench.runner.config import RunConfig
+    from dlbench.runner.plan import resolve_device
     from dlbench.workloads import registry
 
     if args.threads:

@@ -46,6 +46,20 @@ def test_detect_reads_torchrun_environment():
         detect({"RANK": "2", "WORLD_SIZE": "2"})
 
 
+def test_a_rank_uses_its_local_rank_device_even_for_auto(monkeypatch):
+    """torchrun sets no current device (it is 0 in every rank): a rank's GPU comes from LOCAL_RANK alone."""
+    from dlbench.runner.distributed import rank_device
+    from dlbench.runner.plan import DeviceFacts
+
+    gpu = {"name": "GPU", "memory_bytes": 1, "compute_capability": [9, 0], "uuid": None}
+    monkeypatch.setattr(DeviceFacts, "detect", staticmethod(lambda: DeviceFacts(cuda=[gpu, gpu], current_cuda=0)))
+    rank_1 = detect({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"})
+    assert rank_device(rank_1, "auto") == rank_device(rank_1, "cuda") == rank_device(rank_1, "cuda:0") == "cuda:1"
+    assert rank_device(rank_1, "cpu") == "cpu"
+    monkeypatch.setattr(DeviceFacts, "detect", staticmethod(lambda: DeviceFacts()))
+    assert rank_device(rank_1, "auto") == "cpu"
+
+
 def test_gpus_option_parsing_and_resolution():
     assert parse_gpus("4,1,2,2") == [1, 2, 4]
     assert parse_gpus("all") == "all"
@@ -107,13 +121,14 @@ def test_signal_beats_peer_connection_errors(tmp_path):
     outcome = _outcome(1, False, 60, tmp_path, ranks, TORCHRUN_SUMMARY, 2)
     assert outcome.status == "error" and outcome.failed_rank == 1
     assert outcome.error.startswith("rank 1 failed: killed by SIGKILL") and "measure 1/3" in outcome.error
+    assert outcome.signal == "SIGKILL"  # for a reader that must not parse the text (batch_search._too_big)
 
 
 def test_own_error_beats_everything(tmp_path):
     ranks = {0: _status(tmp_path, 0, phase="measure", status="oom", error="out of memory at batch size 4"),
              1: _status(tmp_path, 1, phase="measure", status="error", error="Connection reset by peer")}
     outcome = _outcome(1, False, 60, tmp_path, ranks, "", 2)
-    assert (outcome.status, outcome.failed_rank) == ("oom", 0)
+    assert (outcome.status, outcome.failed_rank, outcome.signal) == ("oom", 0, None)
 
 
 def test_timeout_lists_every_rank(tmp_path):
@@ -169,3 +184,19 @@ def test_a_rank_out_of_memory_is_recorded_as_oom_not_error():
         assert classify(outer, config)[0] == "oom"
     status, error = classify(RuntimeError("NCCL error: unhandled system error"), config)
     assert status == "error" and "NCCL error" in error
+
+
+def test_one_signal_name_for_a_crashed_worker_and_a_killed_rank(tmp_path):
+    """The sweep (Popen return code) and the group launcher (torchrun's exitcode) name a signal with one helper
+    that takes the signal number, i.e. -returncode."""
+    import signal
+
+    from dlbench.runner.sweep import _read_outcome
+    from dlbench.runner.worker import signal_name
+
+    assert signal_name(signal.SIGKILL) == "SIGKILL" and signal_name(250) == "signal 250"
+    crashed = _read_outcome(tmp_path / "no-result.json", -signal.SIGSEGV, tmp_path / "no.log")
+    assert crashed["error"] == "worker crashed (SIGSEGV)"
+    summary = TORCHRUN_SUMMARY.replace("exitcode  : -9", "exitcode  : -250")
+    ranks = {1: _status(tmp_path, 1, phase="measure", done=1, total=3, status="running")}
+    assert "rank 1 failed: killed by signal 250 (" in _outcome(1, False, 60, tmp_path, ranks, summary, 2).error

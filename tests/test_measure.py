@@ -69,10 +69,10 @@ def test_raw_step_times_and_callbacks():
     assert result["telemetry"] == {"available": False, "reason": "test sampler"}
     assert sampler.calls == ["start", "stop"]
     assert wrapped == ["ClassifierLoss"]
-    # sync() brackets each repeat: before its first and after its last measured step.
-    assert syncs == [2, 5, 5, 8]
-    assert events[:2] == [("warmup", 1, 2), ("warmup", 2, 2)]
-    assert [e for e in events if e[0] == "measure"] == [("measure", i, 6) for i in range(1, 7)]
+    # Progress at the start and end of warm-up, then of measuring and after each repeat, counted in steps...
+    assert events == [("warmup", 0, 2), ("warmup", 2, 2), ("measure", 0, 6), ("measure", 3, 6), ("measure", 6, 6)]
+    # ...and never between the sync() calls that bracket a repeat (before its first, after its last step).
+    assert syncs == [3, 3, 4, 4]
     flags = result["precision_flags"]
     assert flags["precision"] == "fp32" and flags["float32_matmul_precision"] == "highest"
     assert flags["cuda_matmul_allow_tf32"] is False and flags["cudnn_allow_tf32"] is False
@@ -459,11 +459,34 @@ def test_each_repeat_is_bracketed_by_device_sync_then_barrier(monkeypatch):
 
     warmup, steps, repeats = 2, 3, 2
     config = RunConfig("resnet50", flavour="tiny", batch_size=2, warmup_steps=warmup, steps=steps, repeats=repeats)
-    result = measure(config, wrap_model=Logged, sync=lambda: log.append("barrier"))
+    result = measure(config, wrap_model=Logged, sync=lambda: log.append("barrier"),
+                     progress=lambda phase, done, total: log.append(f"progress {phase} {done}/{total}"))
     timed = lambda n: ["mark", *["step", "mark"] * n, "read"]  # noqa: E731
-    per_repeat = ["device sync", "barrier", *timed(steps), "device sync", "barrier"]
-    assert log == [*timed(warmup), "device sync", *per_repeat * repeats]
+    total = steps * repeats
+    per_repeat = lambda r: ["device sync", "barrier", *timed(steps), "device sync", "barrier",  # noqa: E731
+                            f"progress measure {(r + 1) * steps}/{total}"]
+    assert log == ["progress warmup 0/2", *timed(warmup), "progress warmup 2/2", "device sync",
+                   f"progress measure 0/{total}", *[e for r in range(repeats) for e in per_repeat(r)]]
     assert result["repeats"] == [{"step_times_s": [1.0] * steps}] * repeats
+
+
+def test_a_slow_progress_display_lands_in_no_step_time(sleepy, monkeypatch):
+    """A progress callback that takes longer than a step (a pipe the parent drains late, a status file on a
+    slow disk) must not be timed: every step time stays far below the callback's delay."""
+    monkeypatch.setattr(sleepy, "nap_s", 0.0)
+    delay_s = 0.3
+    calls = []
+
+    def slow_progress(phase, done, total):
+        calls.append((phase, done, total))
+        time.sleep(delay_s)
+
+    config = RunConfig(sleepy.name, batch_size=2, warmup_steps=3, steps=4, repeats=2)
+    result = measure(config, progress=slow_progress)
+    assert [c for c in calls if c[0] == "measure"] == [("measure", 0, 8), ("measure", 4, 8), ("measure", 8, 8)]
+    measured = [t for r in result["repeats"] for t in r["step_times_s"]]
+    assert len(measured) == 8 and max(measured) < delay_s / 2, measured
+    assert max(result["warmup_step_times_s"]) < delay_s / 2  # warm-up times are kept raw: not charged either
 
 
 def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
@@ -497,7 +520,7 @@ def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
             return end.ms - self.ms
 
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    times = m._timed_steps(lambda: log.append("step"), 3, m._CudaClock(torch.device("cuda", 0)), "measure", None)
+    times = m._timed_steps(lambda: log.append("step"), 3, m._CudaClock(torch.device("cuda", 0)))
     assert times == pytest.approx([0.012, 0.018, 0.0015])
     assert log == ["record", "step", "record", "step", "record", "step", "record", "wait", "read", "read", "read"]
 
@@ -518,6 +541,6 @@ def test_mps_clock_drains_the_queue_before_every_clock_read(monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(torch.mps, "synchronize", lambda: log.append("drain"))
         patch.setattr(m.time, "perf_counter", perf_counter)
-        times = m._timed_steps(lambda: log.append("step"), 2, clock, "measure", None)
+        times = m._timed_steps(lambda: log.append("step"), 2, clock)
     assert times == pytest.approx([0.25, 0.5])
     assert log == ["drain", "clock", "step", "drain", "clock", "step", "drain", "clock"]

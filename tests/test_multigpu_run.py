@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from _dist_helpers import env, free_port, processes_with
+from _dist_helpers import env, processes_with, start_listener
+from dlbench.runner.launch import tear_down
 
 # Each test starts several Python processes that import torch (a few CPU seconds each).
 pytestmark = pytest.mark.slow
@@ -113,18 +114,46 @@ def test_torchrun_two_processes_store_one_run(isolated_home, tmp_path):
     assert tel["power_mean_w"] == pytest.approx(sum(g["power_mean_w"] for g in tel["per_gpu"]))
 
 
-def test_two_torchrun_agents_make_one_two_node_run(isolated_home):
-    port = free_port()
+# A node that is missing fails its rendezvous after this long (torch's default is 600 s); the other node starts once
+# the first listens, so even under load it joins within seconds.
+JOIN_TIMEOUT_S = 45
+
+
+def _agent(port: int, run_id: str, is_host: bool) -> list[str]:
+    """One torchrun agent ("node") of a two-node c10d rendezvous on this machine. `is_host` says which agent hosts
+    the rendezvous store: left to torch, both agents on 127.0.0.1 think they are the host, and one falls back to
+    joining whatever listens on the port; `--local-addr` keeps the workers' store off host-name resolution."""
+    conf = f"is_host={str(is_host).lower()},join_timeout={JOIN_TIMEOUT_S}"
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id,
+            "--rdzv-conf", conf, "--local-addr", "127.0.0.1", "--max-restarts", "0",
+            "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", "--timeout", "60", *STEPS]
+
+
+def test_two_torchrun_agents_make_one_two_node_run(isolated_home, tmp_path):
     run_id = uuid.uuid4().hex[:8]
-    agents = []
-    for name in ("node-a", "node-b"):
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id,
-               "--max-restarts", "0", "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS]
-        agents.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       env=_env(isolated_home, DLBENCH_NODE_NAME=name)))
-    outputs = [a.communicate(timeout=240)[0] for a in agents]
-    assert [a.returncode for a in agents] == [0, 0], "\n".join(outputs)
+    logs = [tmp_path / "node-a.log", tmp_path / "node-b.log"]
+    # node-a hosts the store; node-b starts only once node-a itself listens on the port (retried on a new port
+    # if another process took it first), so node-b can reach no other store.
+    node_a, port = start_listener(lambda p: _agent(p, run_id, is_host=True), logs[0],
+                                  _env(isolated_home, DLBENCH_NODE_NAME="node-a"))
+    agents = [node_a]
+    try:
+        with open(logs[1], "wb") as log:
+            agents.append(subprocess.Popen(_agent(port, run_id, is_host=False), stdout=log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True,
+                                           env=_env(isolated_home, DLBENCH_NODE_NAME="node-b")))
+        deadline = time.monotonic() + 180
+        for agent in agents:
+            agent.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        codes = [a.poll() for a in agents]
+        for agent in agents:
+            tear_down(agent)
+    outputs = "\n".join(f"--- {log.stem}:\n{log.read_text(errors='replace')[-3000:]}" for log in logs)
+    assert codes == [0, 0], outputs
     docs = _stored(isolated_home)
     assert len(docs) == 1
     (result,) = docs[0]["results"]
@@ -154,10 +183,12 @@ def test_killed_and_hung_ranks_tear_the_group_down(isolated_home, tmp_path):
 
 def test_missing_node_rendezvous_times_out(isolated_home):
     # torchrun's own rendezvous gives up after join_timeout when the second node never comes; nothing stored.
+    # No other node is started, so the store binds port 0 (any free port, chosen at the bind): nothing can take it
+    # first, and with is_host=true the agent never joins another process's store on a taken port.
     started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
-                           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
-                           "--rdzv-id", uuid.uuid4().hex[:8], "--rdzv-conf", "join_timeout=3",
+                           "--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0",
+                           "--rdzv-id", uuid.uuid4().hex[:8], "--rdzv-conf", "is_host=true,join_timeout=3",
                            "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS],
                           capture_output=True, text=True, timeout=120, env=_env(isolated_home))
     assert proc.returncode != 0
@@ -166,11 +197,16 @@ def test_missing_node_rendezvous_times_out(isolated_home):
     assert not (isolated_home / "results").exists() or _stored(isolated_home) == []
 
 
+# Rank 0 hosts the env:// store; with rank 1 never started, nobody needs to know the port, so port 0 lets the OS
+# choose a free one at the bind (a port picked in advance can be taken by another process in between).
+_LONE_STORE_PORT = "0"
+
+
 def test_run_joined_missing_rank_gives_clear_error(isolated_home):
     proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
                            "--timeout", "2", *STEPS], capture_output=True, text=True, timeout=120,
                           env=_env(isolated_home, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0",
-                                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())))
+                                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_LONE_STORE_PORT))
     assert proc.returncode == 1, proc.stderr
     assert "could not join the process group" in proc.stderr and "check that every node was started" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -14,6 +14,7 @@ from dlbench.runner.plan import (
     DeviceFacts,
     RunOptions,
     build_plan,
+    check_device,
     check_workloads,
     resolve_device,
     validate_options,
@@ -37,7 +38,28 @@ def test_device_resolution():
     assert resolve_device("cpu", gpu) == "cpu"
     for device, facts in (("cuda", none), ("cuda:0", mac), ("cuda:2", gpu), ("mps", gpu)):
         with pytest.raises(BadInput):
-            resolve_device(device, facts)
+            check_device(resolve_device(device, facts), facts)
+        with pytest.raises(BadInput):
+            build_plan(RunOptions(workloads=["resnet50"], tiny=True, device=device), facts)
+
+
+def test_auto_and_bare_cuda_mean_the_current_cuda_device():
+    # torch's meaning of "cuda": device 0 in a fresh process, the set_device choice in a program measuring itself
+    chosen = DeviceFacts(cuda=[H100, T4], current_cuda=1)
+    assert resolve_device("auto", chosen) == resolve_device("cuda", chosen) == "cuda:1"
+    assert resolve_device("cuda:0", chosen) == "cuda:0"  # an index given is kept
+
+
+def test_without_facts_the_device_is_resolved_in_this_process(monkeypatch):
+    detected = []
+
+    def detect():
+        detected.append(1)
+        return DeviceFacts(cuda=[H100, T4], current_cuda=1)
+
+    monkeypatch.setattr(DeviceFacts, "detect", staticmethod(detect))
+    assert resolve_device("cpu") == "cpu" and resolve_device("cuda:0") == "cuda:0" and detected == []
+    assert resolve_device("auto") == "cuda:1" and detected == [1]
 
 
 @pytest.mark.parametrize("options", [

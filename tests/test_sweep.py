@@ -170,6 +170,31 @@ def test_batch_search_when_nothing_fits_or_a_probe_fails():
     assert "batch size 16" in search.error and search.notes == []
 
 
+def test_a_probe_killed_by_sigkill_is_too_big_whatever_its_error_text(tmp_path):
+    """The host's OOM killer is read from the outcome's `signal` (set where the sweep classifies the worker's
+    exit), not from the word SIGKILL in an error message: one that merely mentions it is another failure."""
+    import signal
+
+    from dlbench.runner.sweep import _read_outcome
+
+    killed = _read_outcome(tmp_path / "no-result.json", -signal.SIGKILL, tmp_path / "no.log")
+    assert killed["status"] == "error" and killed["signal"] == "SIGKILL"
+
+    def probe(config, timeout_s):
+        if config.batch_size > 12:
+            return {**killed, "error": "worker crashed"}
+        if config.batch_size > 10:  # an exception whose text names the signal: the worker was not killed
+            return {"status": "error", "error": "RuntimeError: peer rank killed by SIGKILL", "signal": None}
+        return {"status": "ok", "error": None}
+
+    search = find_batch_size(tiny("resnet50", batch_size=8), 60, run_probe=probe)
+    assert [(p["batch_size"], p["status"], p.get("signal")) for p in search.probes] == [
+        (8, "ok", None), (16, "error", "SIGKILL"), (12, "error", None), (10, "ok", None), (11, "error", None)]
+    assert search.batch_size == 10 and search.smallest_failed == 11
+    assert search.notes == ["bs 12 failed: RuntimeError: peer rank killed by SIGKILL; searched below it",
+                            "bs 11 failed: RuntimeError: peer rank killed by SIGKILL; searched below it"]
+
+
 def test_batch_size_auto_searches_once_for_every_gpu_count(monkeypatch):
     """`--gpus 1,2 --batch-size auto`: the probes are one process whatever the count, so the search runs once and
     the two-process configuration measures at the size it found."""

@@ -6,10 +6,10 @@ Starting from the workload's default batch size, the search doubles while probes
 the largest batch that trained and the smallest that ran out of memory. Each probe is the configuration itself
 (same precision and compile mode, since both change memory use) with one warm-up step and two measured steps,
 in its own worker process, so that memory left over from one probe cannot decide the next. A probe that runs
-out of device memory (status `oom`, or a worker killed by SIGKILL: the host's OOM killer) means "too big". Any
-other failure above a size that already trained is also an upper bound (some failures only large batches
-reach: a cuDNN CUDNN_STATUS_NOT_SUPPORTED, an int32 indexing limit, a probe past the time limit), so the
-search goes on below it and says so in `notes` ("bs 2048 failed: <error>; searched below it"), which the sweep
+out of device memory (status `oom`, or a worker killed by SIGKILL, the host's OOM killer: the probe's `signal`)
+means "too big". Any other failure above a size that already trained is also an upper bound (some failures only
+large batches reach: a cuDNN CUDNN_STATUS_NOT_SUPPORTED, an int32 indexing limit, a probe past the time limit),
+so the search goes on below it and says so in `notes` ("bs 2048 failed: <error>; searched below it"), which the sweep
 adds to the result's warnings. A failure of the first probe, with nothing trained yet, stops the search and
 becomes the configuration's status. The search is recorded in the result as `batch_size_search`.
 
@@ -57,9 +57,11 @@ class BatchSearch:
 
 
 def _too_big(outcome: dict[str, Any]) -> bool:
+    """Out of device memory, or killed by SIGKILL without a result (the host's OOM killer): the outcome's
+    `signal`, set where the worker's exit is classified (`sweep.run_worker`), never words in its error text."""
     if outcome["status"] == "oom":
         return True
-    return outcome["status"] == "error" and "SIGKILL" in (outcome.get("error") or "")
+    return outcome["status"] == "error" and outcome.get("signal") == "SIGKILL"
 
 
 def _first_line(outcome: dict[str, Any]) -> str:
@@ -99,6 +101,8 @@ def find_batch_size(config: RunConfig, timeout_s: float, observer=None, start: i
         record: dict[str, Any] = {"batch_size": candidate, "status": outcome["status"]}
         if outcome.get("error"):
             record["error"] = outcome["error"]
+        if outcome.get("signal"):
+            record["signal"] = outcome["signal"]
         search.probes.append(record)
         if outcome["status"] == "ok":
             good = candidate

@@ -4,7 +4,7 @@ Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.capabilities imp
 from dlbench.runner.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
 
 The planner records a config with a reason as `skipped`; it never aborts a sweep. Rules:
-- device: `auto` is resolved first (CUDA, then MPS, then CPU); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
+- device: `auto` and a bare `cuda` are resolved first (`plan.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
 - `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
   off by default and not comparable), CPUs or MPS.
 - `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0, ROCm GPUs that report it, macOS >= 14
@@ -25,23 +25,10 @@ from typing import TYPE_CHECKING
 
 from dlbench.errors import BadInput
 from dlbench.runner.config import check_compile_mode, check_precision
+from dlbench.runner.plan import resolve_device
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
-
-
-def resolve_device(device: str) -> str:
-    """`auto` → "cuda:N" (the current CUDA device), then "mps", then "cpu"; `cuda` → "cuda:N"; else unchanged."""
-    import torch
-
-    if device == "auto":
-        if torch.cuda.is_available():
-            return f"cuda:{torch.cuda.current_device()}"
-        mps = getattr(torch.backends, "mps", None)
-        return "mps" if mps is not None and mps.is_available() else "cpu"
-    if device == "cuda" and torch.cuda.is_available():
-        return f"cuda:{torch.cuda.current_device()}"
-    return device
 
 
 def _device_reason(device: str) -> str | None:

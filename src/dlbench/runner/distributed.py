@@ -105,7 +105,12 @@ def node_name() -> str:
 
 
 def rank_device(dist_env: DistEnv, device: str) -> str:
-    """The device this rank uses: `cuda:<LOCAL_RANK>` for CUDA, else the device as given."""
+    """The device this rank uses: `cuda:<LOCAL_RANK>` for CUDA (`auto` too, where it means a GPU), else the device
+    as given. Never the current device: torchrun does not set it, so it is device 0 in every rank."""
+    if device == "auto":
+        from dlbench.runner.plan import resolve_device
+
+        device = resolve_device(device)
     kind = device.split(":", 1)[0]
     if kind == "cuda":
         return f"cuda:{dist_env.local_rank}"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
+from dlbench.runner.worker import signal_name
 
 # Grace period between SIGTERM to the launcher and SIGKILL to whatever is left.
 TERM_GRACE_S = 5.0
@@ -34,11 +35,13 @@ POLL_S = 0.25
 
 @dataclass
 class GroupOutcome:
-    """How a group run ended. `status` is ok|error|oom|timeout; `error` is one line naming the failed rank."""
+    """How a group run ended. `status` is ok|error|oom|timeout; `error` is one line naming the failed rank;
+    `signal` the name of the signal that killed it ("SIGKILL": possibly the host's OOM killer), if one did."""
 
     status: str
     error: str | None = None
     failed_rank: int | None = None
+    signal: str | None = None
     result: Any = None
     ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
     returncode: int | None = None
@@ -286,22 +289,15 @@ def _is_peer_loss(message: str | None) -> bool:
     return any(key in text for key in _PEER_LOSS)
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
 def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir: Path,
              ranks: dict[int, dict[str, Any]], log_tail: str, nproc: int) -> GroupOutcome:
     result = _read_json(workdir / "result.json")
     if not timed_out and returncode == 0 and result is not None:
         return GroupOutcome("ok", result=result, ranks=ranks, returncode=0, log_tail=log_tail)
 
-    def fail(status: str, error: str, rank: int | None) -> GroupOutcome:
-        return GroupOutcome(status, error=error, failed_rank=rank, ranks=ranks, returncode=returncode,
-                            log_tail=log_tail)
+    def fail(status: str, error: str, rank: int | None, signal_: str | None = None) -> GroupOutcome:
+        return GroupOutcome(status, error=error, failed_rank=rank, signal=signal_, ranks=ranks,
+                            returncode=returncode, log_tail=log_tail)
 
     failures, root = parse_torchrun_failures(log_tail)
     reported = {r: s for r, s in ranks.items() if s.get("status") in ("error", "oom")}
@@ -317,8 +313,9 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     if signalled:
         r = root if root in signalled else signalled[0]
         code, reason = failures[r]
-        return fail("error", f"rank {r} failed: killed by {_signal_name(code)} ({reason}) during "
-                             f"{_phase(ranks.get(r))}; the group was torn down", r)
+        name = signal_name(-code)
+        return fail("error", f"rank {r} failed: killed by {name} ({reason}) during "
+                             f"{_phase(ranks.get(r))}; the group was torn down", r, name)
 
     # 3. A rank that exited without a report while its peers lost their connection to it.
     silent = [r for r in range(nproc) if ranks.get(r, {}).get("status") == "running"]
@@ -397,8 +394,8 @@ def run_group_worker(config, timeout_s: float,
                      on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The multi-process counterpart of `dlbench.runner.sweep.run_worker` for `config.world_size > 1`.
 
-    Returns the same outcome shape (`status`, `error`, `measurement`, `telemetry_reason`, `wall_time_s`) plus
-    `extra` (result keys: `nodes`, `ranks`, `ddp`, `failed_rank`) and `warnings` (e.g. mixed GPU models).
+    Returns the same outcome shape (`status`, `error`, `measurement`, `telemetry_reason`, `signal`, `wall_time_s`)
+    plus `extra` (result keys: `nodes`, `ranks`, `ddp`, `failed_rank`) and `warnings` (e.g. mixed GPU models).
     """
     started = time.monotonic()
 
@@ -421,5 +418,5 @@ def run_group_worker(config, timeout_s: float,
         warnings = list(measurement.pop("warnings", None) or [])
         telemetry_reason = measurement.pop("telemetry_reason", None)
     return {"status": outcome.status, "error": outcome.error, "measurement": measurement,
-            "telemetry_reason": telemetry_reason, "extra": extra, "warnings": warnings,
+            "telemetry_reason": telemetry_reason, "signal": outcome.signal, "extra": extra, "warnings": warnings,
             "wall_time_s": time.monotonic() - started}

@@ -20,6 +20,10 @@ Order of events (README "Methodology" says why):
 CUDA graphs: each step begins with `torch.compiler.cudagraph_mark_step_begin()`, so the graph trees know where
 one training iteration ends whatever the optimizer and GradScaler do between graphs; graphs Inductor skipped
 (and why, in its log) are counted into a warning and `precision_flags["cuda_graph_skips"]`.
+Progress (`progress(phase, done, total)`: a pipe write in a worker, a status file on a rank) is reported only
+outside the timed regions, so that its cost lands in no step time and no compile time: at the start and the end
+of the compile steps and of warm-up, and in the measure phase at its start and after each repeat's closing
+synchronisation (`done` counts steps, so a display advances a repeat of `steps` steps at a time).
 Per-step timing: on CUDA one `torch.cuda.Event` is recorded at every step boundary and the host synchronises
 only once at the end of the repeat, so timing adds no synchronisation the training loop would not have; on MPS
 `torch.mps.synchronize()` precedes every `time.perf_counter()` read; on a CPU `perf_counter` alone.
@@ -125,23 +129,14 @@ def _clock(device: Any) -> Any:
     return _HostClock(device)
 
 
-def _timed_steps(
-    step: Callable[[], None],
-    n: int,
-    clock: Any,
-    phase: str,
-    progress: Callable[[str, int, int], None] | None,
-    done: int = 0,
-    total: int | None = None,
-) -> list[float]:
-    """Run `n` steps and return each one's duration in seconds."""
+def _timed_steps(step: Callable[[], None], n: int, clock: Any) -> list[float]:
+    """Run `n` steps and return each one's duration in seconds. Nothing but the steps runs between the first
+    and the last clock mark (no progress event: a write to a pipe or a status file would land in a step time)."""
     marks = clock.marks(n + 1)
     clock.mark(marks, 0)
     for i in range(n):
         step()
         clock.mark(marks, i + 1)
-        if progress is not None:
-            progress(phase, done + i + 1, total if total is not None else n)
     return clock.durations(marks)
 
 
@@ -327,8 +322,8 @@ def _measure(
     """The measurement itself (steps 1-4 of the module docstring)."""
     import torch
 
-    from dlbench.runner.capabilities import resolve_device
     from dlbench.runner.flops import flops_per_sample
+    from dlbench.runner.plan import resolve_device
     from dlbench.runner.precision import apply_precision, precision_flags
 
     device = torch.device(resolve_device(config.device))
@@ -354,27 +349,36 @@ def _measure(
     clock = _clock(device)
     skips_before = _cuda_graph_skips()
 
+    def report(phase: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(phase, done, total)
+
     compile_time_s = None
     if config.compile != "off":
         clock.synchronize()
         if cuda_graphs:
             _peak_memory_reset(device)
+        report("compile", 0, COMPILE_STEPS)
         start = time.perf_counter()
-        for i in range(COMPILE_STEPS):
+        for _ in range(COMPILE_STEPS):
             step()
-            if progress is not None:
-                progress("compile", i + 1, COMPILE_STEPS)
         clock.synchronize()
         compile_time_s = time.perf_counter() - start
+        report("compile", COMPILE_STEPS, COMPILE_STEPS)
     compiles_before = _compile_counters()
 
-    warmup = _timed_steps(step, config.warmup_steps, clock, "warmup", progress)
+    if config.warmup_steps:
+        report("warmup", 0, config.warmup_steps)
+    warmup = _timed_steps(step, config.warmup_steps, clock)
+    if config.warmup_steps:
+        report("warmup", config.warmup_steps, config.warmup_steps)
 
     clock.synchronize()
     if not cuda_graphs:
         _peak_memory_reset(device)
     repeats = []
     total = config.steps * config.repeats
+    report("measure", 0, total)
     telemetry = None
     if sampler is not None:
         sampler.start()
@@ -383,11 +387,12 @@ def _measure(
             clock.synchronize()
             if sync is not None:
                 sync()
-            times = _timed_steps(step, config.steps, clock, "measure", progress, r * config.steps, total)
+            times = _timed_steps(step, config.steps, clock)
             clock.synchronize()
             if sync is not None:
                 sync()
             repeats.append({"step_times_s": times})
+            report("measure", (r + 1) * config.steps, total)  # after the repeat's last sync: not timed
     finally:  # an OOM or crash mid-measurement still stops the sampler's thread
         if sampler is not None:
             telemetry = sampler.stop()

@@ -115,21 +115,24 @@ class DeviceFacts:
 
     cuda: list[dict[str, Any]] = field(default_factory=list)  # per visible device: name, memory_bytes, cc
     mps_available: bool = False
+    current_cuda: int = 0  # torch.cuda.current_device(): 0 in a fresh process, else what set_device chose
 
     @classmethod
     def detect(cls) -> DeviceFacts:
-        """Ask torch (call in a child process: it initialises the CUDA driver, not a context)."""
+        """Ask torch (the planner calls it in a child process: it initialises the CUDA driver, not a context)."""
         import torch
 
         cuda = []
+        current = 0
         if torch.cuda.is_available():
             for index in range(torch.cuda.device_count()):
                 props = torch.cuda.get_device_properties(index)
                 cuda.append({"name": props.name, "memory_bytes": int(props.total_memory),
                              "compute_capability": [props.major, props.minor],
                              "uuid": _uuid(props)})
+            current = torch.cuda.current_device()
         mps = getattr(torch.backends, "mps", None)
-        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()))
+        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()), current_cuda=current)
 
 
 def _uuid(props) -> str | None:
@@ -213,30 +216,43 @@ def check_workloads(names: list[str]) -> list[str]:
 # -------------------------------------------------------------------------------------------------- device
 
 
-def resolve_device(requested: str, facts: DeviceFacts) -> str:
-    """`auto` → cuda:0, then mps, then cpu; `cuda` → cuda:0; checks that the device exists (BadInput if not).
+def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
+    """The device that `requested` names in this process: `auto` → a CUDA (or ROCm) GPU, else mps, else cpu; a
+    bare `cuda` → `cuda:<current CUDA device>`; anything else unchanged (`check_device` says whether it exists).
 
-    ROCm GPUs appear as CUDA devices in PyTorch and are handled the same way.
+    dlbench's only resolver of `auto`, for the planner (with the facts its child process detected) and for code
+    that measures here (`facts` None: detected in this process when needed). "Current" is torch's own meaning of
+    a bare "cuda": device 0 in a fresh process, which is every planner and worker process, i.e. the first GPU
+    that CUDA_VISIBLE_DEVICES leaves visible; and in a program that calls `measure()` itself, the device its
+    `torch.cuda.set_device` chose. Ranks under torchrun do not depend on it: `distributed.rank_device` maps any
+    CUDA device, `auto` included, to the device of the rank's LOCAL_RANK.
     """
-    if requested == "auto":
-        if facts.cuda:
-            return "cuda:0"
-        return "mps" if facts.mps_available else "cpu"
-    if requested == "cpu":
-        return "cpu"
-    if requested == "mps":
+    if requested not in ("auto", "cuda"):
+        return requested
+    facts = facts if facts is not None else DeviceFacts.detect()
+    if facts.cuda:
+        return f"cuda:{facts.current_cuda}"
+    if requested == "cuda":
+        return requested  # no GPU: `check_device` / `capabilities.unsupported_reason` say so
+    return "mps" if facts.mps_available else "cpu"
+
+
+def check_device(device: str, facts: DeviceFacts) -> None:
+    """BadInput unless the resolved `--device` exists on this machine."""
+    if device == "cpu":
+        return
+    if device == "mps":
         if not facts.mps_available:
             raise BadInput("--device mps: no Apple MPS device on this machine")
-        return "mps"
-    _, _, index_text = requested.partition(":")
+        return
+    _, _, index_text = device.partition(":")
     index = int(index_text) if index_text else 0
     if not facts.cuda:
-        raise BadInput(f"--device {requested}: no CUDA (or ROCm) GPU is available on this machine; "
+        raise BadInput(f"--device {device}: no CUDA (or ROCm) GPU is available on this machine; "
                        "use --device cpu or auto")
     if index >= len(facts.cuda):
-        raise BadInput(f"--device {requested}: only {len(facts.cuda)} CUDA device(s) visible "
+        raise BadInput(f"--device {device}: only {len(facts.cuda)} CUDA device(s) visible "
                        f"(cuda:0..cuda:{len(facts.cuda) - 1})")
-    return f"cuda:{index}"
 
 
 def _device_entry(device: str, facts: DeviceFacts) -> dict[str, Any] | None:
@@ -257,6 +273,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     options.workloads = check_workloads(options.workloads)
     facts = facts if facts is not None else DeviceFacts.detect()
     device = resolve_device(options.device, facts)
+    check_device(device, facts)
     entry = _device_entry(device, facts)
     on_gpu = entry is not None
     flavour = "tiny" if options.tiny else "full"

@@ -7,7 +7,8 @@ group), then blocks on the worker's progress pipe and on its exit (a pidfd on Li
 spinning. Outcomes:
 - the worker wrote a result file: its status (`ok`, `oom`, `error`);
 - the deadline passed: the whole process group is killed, status `timeout`;
-- the worker died without a result: status `error`, "worker crashed (SIGSEGV)" or "worker exited with code N".
+- the worker died without a result: status `error`, "worker crashed (SIGSEGV)" (the outcome's `signal` names the
+  signal that killed it: "SIGKILL" is the host's OOM killer's) or "worker exited with code N".
 One bad configuration never stops the others. Ctrl-C (SIGINT) or SIGTERM kills the running worker's process
 group, waits for it, and ends the sweep with what was measured (`SweepOutcome.interrupted`); the worker also
 asks the kernel to kill it if the parent dies (PR_SET_PDEATHSIG), so no worker is ever orphaned.
@@ -40,6 +41,7 @@ from dlbench.runner.thermal import (
     GpuThermometer,
     wait_until_cool,
 )
+from dlbench.runner.worker import signal_name
 
 KILL_GRACE_S = 5.0
 
@@ -79,7 +81,8 @@ class SweepOutcome:
 def run_worker(config: RunConfig, timeout_s: float,
                on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Measure `config` in a fresh child process; returns the outcome dict
-    `{"status", "error", "measurement", "telemetry_reason", "wall_time_s"}` (never raises for a failed config;
+    `{"status", "error", "measurement", "telemetry_reason", "signal", "wall_time_s"}` (`signal`: the name of the
+    signal that killed a worker which left no result, else None; never raises for a failed config;
     KeyboardInterrupt/Interrupted propagate after the child's process group is killed)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="dlbench-worker-") as tmp:
@@ -122,8 +125,8 @@ def run_worker(config: RunConfig, timeout_s: float,
     return outcome
 
 
-def _outcome(status: str, error: str | None) -> dict[str, Any]:
-    return {"status": status, "error": error, "measurement": None, "telemetry_reason": None}
+def _outcome(status: str, error: str | None, signal_: str | None = None) -> dict[str, Any]:
+    return {"status": status, "error": error, "measurement": None, "telemetry_reason": None, "signal": signal_}
 
 
 def _wait(proc: subprocess.Popen, read_fd: int, deadline: float,
@@ -208,22 +211,16 @@ def _read_outcome(result_path: Path, returncode: int, log_path: Path) -> dict[st
         except ValueError:
             return _outcome("error", "worker wrote an unreadable result file")
         outcome.setdefault("telemetry_reason", None)
+        outcome.setdefault("signal", None)
         return outcome
     if returncode < 0:
-        name = _signal_name(-returncode)
+        name = signal_name(-returncode)
         hint = "; the system may have run out of memory" if -returncode == signal.SIGKILL else ""
-        return _outcome("error", f"worker crashed ({name}){hint}")
+        return _outcome("error", f"worker crashed ({name}){hint}", name)
     if returncode > 0:
         tail = _last_line(log_path)
         return _outcome("error", f"worker exited with code {returncode}" + (f": {tail}" if tail else ""))
     return _outcome("error", "worker exited without writing a result")
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def _last_line(path: Path, limit: int = 200) -> str:

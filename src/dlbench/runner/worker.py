@@ -89,6 +89,17 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def signal_name(signum: int) -> str:
+    """The name of signal number `signum` ("SIGKILL" for 9), or "signal N" where this platform names none.
+
+    A process killed by signal N has return code -N (Popen.returncode, torchrun's "exitcode" in its failure
+    summary): pass -returncode."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 # Allocation failures inside CUDA libraries, which torch raises as plain RuntimeErrors (cuBLAS creates its
 # handle and workspace on first use, so a batch that fills the GPU can fail there rather than in torch's
 # caching allocator).
