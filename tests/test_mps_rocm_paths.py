@@ -1,0 +1,62 @@
+"""The Apple MPS and AMD ROCm code paths, on a machine that has neither: the device is faked by monkeypatching
+torch (`torch.backends.mps`, `torch.__version__`, `torch.version.hip`), as tests/test_gpu_paths.py fakes CUDA.
+Each rule's source (torch's own code or its pull requests) is cited where the rule lives.
+
+Run: `PYTHONPATH=src python -m pytest -q tests/test_mps_rocm_paths.py`."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.runner.capabilities import unsupported_reason
+from dlbench.runner.config import RunConfig
+
+
+@pytest.fixture
+def fake_mac(monkeypatch):
+    """An Apple-silicon Mac: MPS built and available; `set(torch_version, macos)` picks the releases."""
+    import torch
+    import torch._dynamo  # noqa: F401 - imported before the fakes: it reads is_available.__wrapped__
+
+    def set_versions(torch_version: str, macos: tuple[int, int]) -> None:
+        monkeypatch.setattr(torch, "__version__", torch_version)
+        monkeypatch.setattr(torch.backends.mps, "is_macos_or_newer",
+                            lambda major, minor: macos >= (major, minor))
+
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    set_versions("2.8.0", (15, 0))
+    return set_versions
+
+
+def _mps(precision: str = "fp32", compile_mode: str = "off") -> RunConfig:
+    return RunConfig("resnet50", precision=precision, compile=compile_mode, device="mps")
+
+
+# ---------------------------------------------------------------------------------------------------- MPS
+
+
+def test_mps_runs_fp32_eager_on_every_supported_torch(fake_mac):
+    fake_mac("2.4.1", (13, 0))
+    assert unsupported_reason(_mps()) is None
+
+
+def test_tf32_is_refused_on_mps_in_one_line(fake_mac):
+    reason = unsupported_reason(_mps("tf32"))
+    assert reason and "tf32" in reason and "mps" in reason and "\n" not in reason
+
+
+@pytest.mark.parametrize(("torch_version", "macos", "refused"), [
+    ("2.4.1", (15, 0), "torch >= 2.6"),  # torch 2.4 has no autocast on MPS at all
+    ("2.5.1", (15, 0), "torch >= 2.6"),  # 2.5 autocasts float16 only: bf16 would silently run in fp32
+    ("2.6.0", (13, 6), "macOS 14"),  # an M1 on macOS 13: torch disables bf16 autocast there
+    ("2.6.0", (14, 0), None),
+    ("2.14.1+cpu", (15, 0), None),
+])
+def test_amp_bf16_on_mps_needs_torch_2_6_and_macos_14(fake_mac, torch_version, macos, refused):
+    fake_mac(torch_version, macos)
+    reason = unsupported_reason(_mps("amp-bf16"))
+    if refused is None:
+        assert reason is None
+    else:
+        assert reason and refused in reason
