@@ -60,3 +60,13 @@ def test_amp_bf16_on_mps_needs_torch_2_6_and_macos_14(fake_mac, torch_version, m
         assert reason is None
     else:
         assert reason and refused in reason
+
+
+@pytest.mark.parametrize(("torch_version", "ok"), [("2.4.1", False), ("2.5.1", False), ("2.7.1", False),
+                                                   ("2.8.0", True), ("2.10.0.dev20251001", True)])
+def test_amp_fp16_on_mps_needs_the_grad_scaler_of_torch_2_8(fake_mac, torch_version, ok):
+    fake_mac(torch_version, (15, 0))
+    reason = unsupported_reason(_mps("amp-fp16"))
+    assert (reason is None) is ok
+    if not ok:
+        assert "torch >= 2.8" in reason and "GradScaler" in reason

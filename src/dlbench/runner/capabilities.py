@@ -9,7 +9,7 @@ The planner records a config with a reason as `skipped`; it never aborts a sweep
   off by default and not comparable), CPUs or MPS.
 - `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0, ROCm GPUs that report it, on MPS
   torch >= 2.6 and macOS >= 14); CPUs are allowed (torch has bf16 CPU kernels; how fast depends on AVX512-BF16/AMX).
-- `amp-fp16`: any CUDA GPU, MPS, and CPUs (torch runs fp16 autocast and GradScaler on a CPU;
+- `amp-fp16`: any CUDA GPU, MPS with torch >= 2.8, and CPUs (torch runs fp16 autocast and GradScaler on a CPU;
   fast only on CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
 - `torch.compile`: needs a Python/platform that TorchDynamo supports; on CUDA, Triton (Inductor's GPU code
   generator); on a CPU, a C++ compiler. `reduce-overhead` is CUDA graphs and
@@ -21,6 +21,9 @@ MPS features by torch release (`MPS_MIN_TORCH`; dlbench supports torch >= 2.4), 
   autocast device_type"); float16 from 2.5 (pytorch/pytorch#99272); bfloat16 from 2.6 and only on macOS 14 or
   newer (#139390). torch 2.5 and 2.6-on-macOS-13 do not fail on bf16: they warn and *disable* autocast, so the
   run would be fp32 under the name amp-bf16.
+- GradScaler on "mps" (amp-fp16): 2.8 (#150255 added the MPS unscale kernels). Before it `unscale_` raises
+  "Cannot convert a MPS Tensor to float64" (#142397) and a fused optimizer finds no MPS
+  `_amp_foreach_non_finite_check_and_unscale_`.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
 
 # The first torch release whose MPS backend runs each feature (module docstring: sources).
-MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6)}
-_MPS_NEEDS = {"amp-bf16": "bfloat16 autocast on MPS"}
+MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6), "amp-fp16": (2, 8)}
+_MPS_NEEDS = {"amp-bf16": "bfloat16 autocast on MPS", "amp-fp16": "its GradScaler on MPS"}
 
 
 def _torch_release(version: str) -> tuple[int, int]:
@@ -127,6 +130,8 @@ def _precision_reason(precision: str, device: str) -> str | None:
             newer = getattr(torch.backends.mps, "is_macos_or_newer", None)
             if newer is None or not newer(14, 0):
                 return "amp-bf16 on MPS needs macOS 14 or newer (torch disables bfloat16 autocast before it)"
+    if precision == "amp-fp16" and kind == "mps":
+        return _mps_release_reason("amp-fp16", "amp-fp16")
     return None
 
 
