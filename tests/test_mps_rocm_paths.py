@@ -70,3 +70,14 @@ def test_amp_fp16_on_mps_needs_the_grad_scaler_of_torch_2_8(fake_mac, torch_vers
     assert (reason is None) is ok
     if not ok:
         assert "torch >= 2.8" in reason and "GradScaler" in reason
+
+
+@pytest.mark.parametrize(("torch_version", "ok"), [("2.4.1", False), ("2.6.0", False), ("2.7.1", False),
+                                                   ("2.8.0", True)])
+def test_compile_on_mps_needs_inductors_metal_backend(fake_mac, torch_version, ok):
+    fake_mac(torch_version, (15, 0))
+    reason = unsupported_reason(_mps(compile_mode="default"))
+    assert (reason is None) is ok
+    if not ok:
+        assert "torch >= 2.8" in reason and "--compile off" in reason
+    assert "CUDA graphs" in unsupported_reason(_mps(compile_mode="reduce-overhead"))

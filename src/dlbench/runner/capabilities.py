@@ -12,7 +12,7 @@ The planner records a config with a reason as `skipped`; it never aborts a sweep
 - `amp-fp16`: any CUDA GPU, MPS with torch >= 2.8, and CPUs (torch runs fp16 autocast and GradScaler on a CPU;
   fast only on CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
 - `torch.compile`: needs a Python/platform that TorchDynamo supports; on CUDA, Triton (Inductor's GPU code
-  generator); on a CPU, a C++ compiler. `reduce-overhead` is CUDA graphs and
+  generator); on a CPU, a C++ compiler; on MPS, torch >= 2.8. `reduce-overhead` is CUDA graphs and
   `max-autotune` also uses CUDA graphs and Triton autotuning, so on a CPU or MPS they would silently measure
   something else: refused there (on a CPU `default` is the mode to use).
 
@@ -24,6 +24,9 @@ MPS features by torch release (`MPS_MIN_TORCH`; dlbench supports torch >= 2.4), 
 - GradScaler on "mps" (amp-fp16): 2.8 (#150255 added the MPS unscale kernels). Before it `unscale_` raises
   "Cannot convert a MPS Tensor to float64" (#142397) and a fused optimizer finds no MPS
   `_amp_foreach_non_finite_check_and_unscale_`.
+- torch.compile (Inductor) on "mps": no Metal code generator before 2.7 (the scheduler raises "Unsupported
+  device type: mps"); 2.7 ships a prototype that its maintainers say fails on end-to-end networks and lacks the
+  reductions ResNets need (#150121, which targets 2.8).
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
 
 # The first torch release whose MPS backend runs each feature (module docstring: sources).
-MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6), "amp-fp16": (2, 8)}
-_MPS_NEEDS = {"amp-bf16": "bfloat16 autocast on MPS", "amp-fp16": "its GradScaler on MPS"}
+MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6), "amp-fp16": (2, 8), "compile": (2, 8)}
+_MPS_NEEDS = {"amp-bf16": "bfloat16 autocast on MPS", "amp-fp16": "its GradScaler on MPS",
+              "compile": "Inductor's Metal backend"}
 
 
 def _torch_release(version: str) -> tuple[int, int]:
@@ -157,6 +161,10 @@ def _compile_reason(mode: str, device: str) -> str | None:
         )
     if kind in ("cpu", "mps") and mode in ("reduce-overhead", "max-autotune"):
         return f"compile mode {mode} uses CUDA graphs, which need a CUDA GPU; use --compile default on {kind}"
+    if kind == "mps":
+        too_old = _mps_release_reason("compile", "torch.compile")
+        if too_old:
+            return f"{too_old}; use --compile off"
     if kind == "cuda":
         from torch.utils._triton import has_triton
 
