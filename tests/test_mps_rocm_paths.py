@@ -81,3 +81,34 @@ def test_compile_on_mps_needs_inductors_metal_backend(fake_mac, torch_version, o
     if not ok:
         assert "torch >= 2.8" in reason and "--compile off" in reason
     assert "CUDA graphs" in unsupported_reason(_mps(compile_mode="reduce-overhead"))
+
+
+# --------------------------------------------------------------------------------------------------- ROCm
+
+# What `DeviceFacts.detect` records for one GCD of an MI250X under ROCm: torch reports gfx90a as compute
+# capability 9.0 (props.major/minor are the gfx version), which is not NVIDIA's Ampere-or-newer.
+MI250X_GCD = {"name": "AMD Instinct MI250X/MI250", "memory_bytes": 68_702_699_520, "compute_capability": [9, 0],
+              "uuid": None}
+
+
+def test_rocm_default_plan_measures_fp32_not_tf32():
+    """The GPU default is tf32 from compute capability 8.0; every ROCm GPU reports 9.0 or more, and tf32 is
+    refused on ROCm, so the default suite measured no full-precision row at all."""
+    from dlbench.runner.plan import DeviceFacts, RunOptions, build_plan
+
+    plan = build_plan(RunOptions(), DeviceFacts(cuda=[MI250X_GCD], hip="6.3.42131"))
+    assert {item.config.precision for item in plan.items} == {"fp32", "amp-fp16"}
+    nvidia = build_plan(RunOptions(), DeviceFacts(cuda=[dict(MI250X_GCD, name="NVIDIA H100 80GB HBM3")]))
+    assert {item.config.precision for item in nvidia.items} == {"tf32", "amp-fp16"}
+
+
+def test_device_facts_record_the_hip_version(monkeypatch):
+    import torch
+
+    from dlbench.runner.plan import DeviceFacts
+
+    monkeypatch.setattr(torch.version, "hip", "6.3.42131", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert DeviceFacts.detect().hip == "6.3.42131"
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    assert DeviceFacts.detect().hip is None
