@@ -112,3 +112,35 @@ def test_device_facts_record_the_hip_version(monkeypatch):
     assert DeviceFacts.detect().hip == "6.3.42131"
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     assert DeviceFacts.detect().hip is None
+
+
+@pytest.mark.parametrize("text", [
+    # MPSAllocator's limit: PYTORCH_MPS_HIGH_WATERMARK_RATIO x Metal's recommended working set
+    "MPS backend out of memory (MPS allocated: 18.50 GiB, other allocations: 448.00 KiB, max allowed: 18.72 GiB). "
+    "Tried to allocate 512.00 MiB on shared pool.",
+    # the caching allocator under ROCm (hipified) and the HIP runtime
+    "HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 63.98 GiB",
+    "HIP error: out of memory",
+    # TORCH_CUDABLAS_CHECK's text under ROCm (ATen/cuda/Exceptions.h; ROCm/TheRock#1708, pytorch#193890)
+    "CUDA error: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`",
+])
+def test_mps_and_rocm_out_of_memory_is_an_oom(text):
+    """The sweep records `oom` and `--batch-size auto` counts the probe as too big, as for CUDA's texts."""
+    from dlbench.runner.worker import is_oom
+
+    assert is_oom(RuntimeError(text))
+
+
+def test_a_hipblas_failure_while_handling_an_oom_is_an_oom():
+    import torch
+
+    from dlbench.runner.worker import is_oom
+
+    try:
+        try:
+            raise torch.OutOfMemoryError("HIP out of memory. Tried to allocate 2.00 GiB")
+        except torch.OutOfMemoryError:
+            raise RuntimeError("CUDA error: HIPBLAS_STATUS_EXECUTION_FAILED when calling `hipblasSgemm(...)`")  # noqa: B904
+    except RuntimeError as exc:
+        assert is_oom(exc)
+    assert not is_oom(RuntimeError("CUDA error: HIPBLAS_STATUS_EXECUTION_FAILED when calling `hipblasSgemm(...)`"))
