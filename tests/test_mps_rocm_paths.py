@@ -144,3 +144,26 @@ def test_a_hipblas_failure_while_handling_an_oom_is_an_oom():
     except RuntimeError as exc:
         assert is_oom(exc)
     assert not is_oom(RuntimeError("CUDA error: HIPBLAS_STATUS_EXECUTION_FAILED when calling `hipblasSgemm(...)`"))
+
+
+@pytest.mark.parametrize(("hip", "suggest_nhwc", "expected"), [
+    (None, None, True),  # CUDA: cuDNN runs NHWC natively
+    ("6.3.42131", None, False),  # ROCm: MIOpen gets NCHW copies unless PYTORCH_MIOPEN_SUGGEST_NHWC=1
+    ("6.3.42131", "0", False),
+    ("6.3.42131", "1", True),
+])
+def test_channels_last_on_rocm_only_where_miopen_uses_it(monkeypatch, hip, suggest_nhwc, expected):
+    import torch
+
+    from dlbench.workloads import registry
+
+    monkeypatch.setattr(torch.version, "hip", hip, raising=False)
+    if suggest_nhwc is None:
+        monkeypatch.delenv("PYTORCH_MIOPEN_SUGGEST_NHWC", raising=False)
+    else:
+        monkeypatch.setenv("PYTORCH_MIOPEN_SUGGEST_NHWC", suggest_nhwc)
+    resnet = registry.get("resnet50")
+    assert resnet.uses_channels_last(torch.device("cuda", 0)) is expected
+    assert resnet.uses_channels_last(torch.device("mps")) is False
+    assert resnet.uses_channels_last(torch.device("cpu")) is False
+    assert registry.get("bert-base-mlm").uses_channels_last(torch.device("cuda", 0)) is False
