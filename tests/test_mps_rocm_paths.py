@@ -167,3 +167,40 @@ def test_channels_last_on_rocm_only_where_miopen_uses_it(monkeypatch, hip, sugge
     assert resnet.uses_channels_last(torch.device("mps")) is False
     assert resnet.uses_channels_last(torch.device("cpu")) is False
     assert registry.get("bert-base-mlm").uses_channels_last(torch.device("cuda", 0)) is False
+
+
+def test_rocm_environment_records_hip_and_miopen_not_a_cudnn_version(monkeypatch):
+    """Under ROCm torch.backends.cudnn.version() is MIOpen's, encoded MAJOR*1000000 + MINOR*1000 + PATCH
+    (torch/csrc/cuda/shared/cudnn.cpp); read as cuDNN's encoding, MIOpen 3.2.0 became cuDNN "300.20.0"."""
+    import torch
+
+    from dlbench.telemetry import environment
+
+    monkeypatch.setattr(torch.version, "hip", "6.3.42131", raising=False)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 3002000)
+    facts = environment._torch_facts()
+    assert facts["cudnn_version"] is None
+    assert facts["hip_version"] == "6.3.42131" and facts["miopen_version"] == "3.2.0"
+
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
+    facts = environment._torch_facts()
+    assert facts["cudnn_version"] == "9.1.0"
+    assert facts["hip_version"] is None and facts["miopen_version"] is None
+    assert {"hip_version", "miopen_version"} <= set(environment.ENVIRONMENT_KEYS)
+
+
+def test_rocm_versions_are_compared_and_shown_in_the_report():
+    from dlbench.analysis.compare import environment_warnings
+    from dlbench.report.html import _environment_table
+
+    rocm = {"hip_version": "6.3.42131", "miopen_version": "3.3.0", "cudnn_version": None}
+    newer = dict(rocm, hip_version="6.4.43482")
+    assert "ROCm (HIP) version differs: A 6.3.42131, B 6.4.43482" in environment_warnings(rocm, newer)
+    assert not environment_warnings({"cudnn_version": "9.1.0"}, {"cudnn_version": "9.1.0"})
+
+    runs = [{"run_id": "r", "created_at": "t", "gpus": "1x MI250X", "short": "r", "tag": "r"}]
+    labels = [label for label, _ in _environment_table([{"environment": rocm}], runs)["rows"]]
+    assert labels.index("ROCm (HIP)") == labels.index("cuDNN") + 1 and "MIOpen" in labels
+    nvidia = [label for label, _ in _environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
+    assert "ROCm (HIP)" not in nvidia and "MIOpen" not in nvidia
