@@ -39,11 +39,16 @@ def canonical_gpu(name: str | None, memory_bytes: int | None = None) -> str | No
 
 
 def result_gpu(document: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
-    """The environment's entry (`name`, `memory_bytes`, ...) for the GPU a result ran on; None on a CPU or MPS."""
+    """The environment's entry (`name`, `memory_bytes`, ...) for the GPU a result ran on; None on a CPU.
+
+    An MPS result ran on the Apple GPU that the environment lists as "<chip> GPU (MPS)" (the only entry there:
+    `telemetry.environment` lists one when torch sees no CUDA device)."""
     device = str(result.get("device") or "")
+    gpus = (document.get("environment") or {}).get("gpus") or []
+    if device == "mps":
+        return next((g for g in gpus if isinstance(g, dict) and str(g.get("name", "")).endswith("(MPS)")), None)
     if not device.startswith("cuda"):
         return None
-    gpus = (document.get("environment") or {}).get("gpus") or []
     index = 0
     if ":" in device:
         try:
@@ -56,7 +61,7 @@ def result_gpu(document: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 
 
 def result_gpu_name(document: dict[str, Any], result: dict[str, Any]) -> str | None:
-    """The device name of the GPU a result ran on, from the document's environment (None on a CPU or MPS)."""
+    """The device name of the GPU a result ran on, from the document's environment (None on a CPU)."""
     gpu = result_gpu(document, result)
     return gpu.get("name") if gpu else None
 
