@@ -230,3 +230,16 @@ def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued
     assert vs_published_cell(vs) == "#3 of 3"
     cpu = vs_published_in({"environment": {"gpus": []}}, dict(result, device="cpu"), published)
     assert cpu["rank"] is None and "published results are for GPUs" in cpu["reason"]
+
+
+def test_batch_size_auto_on_mps_names_the_allocators_limit():
+    """MPS has a device-memory limit (MPSAllocator: PYTORCH_MPS_HIGH_WATERMARK_RATIO, 1.7 by default, x Metal's
+    recommended working set), which the plan's note for CPUs denied; it can exceed the unified memory."""
+    from dlbench.runner.plan import DeviceFacts, RunOptions, build_plan
+
+    plan = build_plan(RunOptions(workloads=["resnet50"], batch_size="auto", tiny=True),
+                      DeviceFacts(mps_available=True))
+    assert plan.device == "mps"
+    note = next(n for n in plan.notes if "--batch-size auto on mps" in n)
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO" in note and "swap" in note
+    assert "no device-memory limit" not in note

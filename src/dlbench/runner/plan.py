@@ -319,7 +319,16 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                      f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
                      "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
 
-    if options.batch_size == "auto" and not on_gpu:
+    if options.batch_size == "auto" and device == "mps":
+        from dlbench.runner.batch_search import MAX_BATCH_SIZE
+
+        # MPSAllocator's limit is PYTORCH_MPS_HIGH_WATERMARK_RATIO (1.7 by default; torch's MPS environment
+        # variables) x Metal's recommendedMaxWorkingSetSize, which on unified memory can exceed the RAM.
+        notes.append(f"--batch-size auto on mps: the search doubles up to {MAX_BATCH_SIZE} until the MPS "
+                     "allocator reports out of memory, at PYTORCH_MPS_HIGH_WATERMARK_RATIO (1.7 by default) times "
+                     "Metal's recommended working set; that limit can exceed the unified memory, so large probes "
+                     "may swap (slow, minutes) before one fails. Give --batch-size N to avoid it.")
+    elif options.batch_size == "auto" and not on_gpu:
         from dlbench.runner.batch_search import MAX_BATCH_SIZE
 
         notes.append(f"--batch-size auto on {device}: there is no device-memory limit to find, so the search "
