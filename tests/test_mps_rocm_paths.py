@@ -243,3 +243,14 @@ def test_batch_size_auto_on_mps_names_the_allocators_limit():
     note = next(n for n in plan.notes if "--batch-size auto on mps" in n)
     assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO" in note and "swap" in note
     assert "no device-memory limit" not in note
+
+
+def test_mps_results_say_their_peak_memory_was_not_measured():
+    """torch.mps has current_allocated_memory and driver_allocated_memory (and recommended_max_memory from 2.5)
+    but no peak counter and no reset: peak_memory_bytes is null on MPS, and its scope must not claim steps."""
+    from dlbench.runner import measure as m
+
+    for mode in ("off", "default"):
+        scope = m.peak_memory_scope(mode, "mps")
+        assert scope.startswith("not measured") and "MPS" in scope
+    assert m.peak_memory_scope("default", "cuda") == "measured steps"
