@@ -254,3 +254,93 @@ def test_mps_results_say_their_peak_memory_was_not_measured():
         scope = m.peak_memory_scope(mode, "mps")
         assert scope.startswith("not measured") and "MPS" in scope
     assert m.peak_memory_scope("default", "cuda") == "measured steps"
+
+
+# --------------------------------------------------------------------------------------------- AMD SMI
+
+
+class _FakeAmdSmi:
+    """The amdsmi calls telemetry/amd.py makes, answering as amdsmi 7.0.2's amdsmi_interface.py does: power in W
+    with 0xFFFF turned into "N/A" (an MI250X fills average_socket_power only), the energy accumulator with its
+    resolution in microjoules, temperatures and clocks as numbers, activity in percent."""
+
+    class AmdSmiException(Exception):
+        pass
+
+    class AmdSmiTemperatureType:
+        EDGE, HOTSPOT = 0, 1
+
+    class AmdSmiTemperatureMetric:
+        CURRENT = 0
+
+    class AmdSmiClkType:
+        GFX, MEM = 1, 5
+
+    def __init__(self):
+        self.shut = False
+
+    def amdsmi_init(self):
+        pass
+
+    def amdsmi_shut_down(self):
+        self.shut = True
+
+    def amdsmi_get_processor_handles(self):
+        return ["gpu0", "gpu1"]
+
+    def amdsmi_get_gpu_device_uuid(self, handle):
+        return f"uuid-{handle}"
+
+    def amdsmi_get_gpu_asic_info(self, handle):
+        return {"market_name": "AMD Instinct MI250X / MI250"}
+
+    def amdsmi_get_power_info(self, handle):
+        return {"socket_power": "N/A", "current_socket_power": "N/A", "average_socket_power": 312,
+                "gfx_voltage": "N/A", "soc_voltage": "N/A", "mem_voltage": "N/A", "power_limit": 500}
+
+    def amdsmi_get_energy_count(self, handle):
+        return {"energy_accumulator": 2_000_000, "counter_resolution": 15.3, "timestamp": 1}
+
+    def amdsmi_get_temp_metric(self, handle, sensor, metric):
+        if sensor == self.AmdSmiTemperatureType.EDGE:
+            raise self.AmdSmiException("AMDSMI_STATUS_NOT_SUPPORTED")  # MI200/MI300 report no edge sensor
+        return 61
+
+    def amdsmi_get_clock_info(self, handle, clock):
+        return {"clk": 1700 if clock == self.AmdSmiClkType.GFX else 1600, "min_clk": 500, "max_clk": 1700,
+                "clk_locked": False, "clk_deep_sleep": 0}
+
+    def amdsmi_get_gpu_activity(self, handle):
+        return {"gfx_activity": 97, "umc_activity": 40, "mm_activity": "N/A"}
+
+
+def test_amd_adapter_reads_amdsmi_as_it_answers():
+    from dlbench.telemetry.amd import AmdSmi
+    from dlbench.telemetry.nvml import NotSupported
+
+    fake = _FakeAmdSmi()
+    smi = AmdSmi(fake)
+    handle = smi.handles()[1]
+    assert smi.uuid(handle) == "uuid-gpu1" and smi.name(handle) == "AMD Instinct MI250X / MI250"
+    assert smi.power_w(handle) == 312.0  # current_socket_power "N/A": the average is read
+    assert smi.energy_j(handle) == pytest.approx(2_000_000 * 15.3 / 1e6)
+    assert smi.temperature_c(handle) == 61.0  # no edge sensor: the hotspot
+    assert (smi.sm_clock_mhz(handle), smi.mem_clock_mhz(handle)) == (1700.0, 1600.0)
+    assert smi.utilization_pct(handle) == (97.0, 40.0)
+    with pytest.raises(NotSupported):
+        smi.clock_event_reasons(handle)
+    smi.shutdown()
+    assert fake.shut
+
+
+def test_amd_sampler_maps_the_hip_index_through_visible_devices(monkeypatch):
+    import sys
+
+    from dlbench.telemetry import amd
+
+    monkeypatch.setitem(sys.modules, "amdsmi", _FakeAmdSmi())
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    sampler = amd.create_amd_sampler(0, 0.1)
+    assert sampler.source == "amdsmi" and sampler.match.handle == "gpu1"
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "GPU-abc")  # a UUID: not guessed
+    assert "cannot tell which amdsmi device" in amd.create_amd_sampler(0, 0.1).reason
