@@ -344,3 +344,21 @@ def test_amd_sampler_maps_the_hip_index_through_visible_devices(monkeypatch):
     assert sampler.source == "amdsmi" and sampler.match.handle == "gpu1"
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "GPU-abc")  # a UUID: not guessed
     assert "cannot tell which amdsmi device" in amd.create_amd_sampler(0, 0.1).reason
+
+
+def test_an_mi250x_gcd_is_said_to_match_two_catalogue_rows_not_to_be_missing():
+    """ROCm reports 'AMD Instinct MI250X/MI250' for one GCD of either card (the catalogue's MI250 and MI250X rows
+    both carry that alias, with the same memory): the reason must name the ambiguity, not call it unknown."""
+    from types import SimpleNamespace
+
+    from dlbench.analysis.ranking import vs_published_in
+
+    published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1,
+                                 gpu="H100 SXM5 80GB", samples_per_s=1200.0, source="Lambda (t)", comparable=True)]
+    document = {"environment": {"gpus": [dict(MI250X_GCD)]}}
+    result = {"workload": "resnet50", "precision": "fp32", "seq_len": None, "world_size": 1, "status": "ok",
+              "samples_per_s": 700.0, "flavour": "full", "device": "cuda:0"}
+    vs = vs_published_in(document, result, published)
+    assert vs["rank"] == 2 and vs["gpu"] is None
+    assert vs["reason"] == ("GPU 'AMD Instinct MI250X/MI250' matches several catalogue GPUs (MI250, MI250X): "
+                            "ranked, but no same-GPU ratio")

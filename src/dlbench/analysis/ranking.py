@@ -143,7 +143,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
         out["sources"] = sorted({s for m in medians for s in m["sources"]})
         out["text"] = f"rank {out['rank']} of {out['rank_of']} published GPUs"
         if canonical is None:
-            out["reason"] = f"GPU {gpu_name!r} is not in the catalogue: ranked, but no same-GPU ratio"
+            out["reason"] = f"GPU {gpu_name!r} {_catalogue_miss(gpu_name)}: ranked, but no same-GPU ratio"
         else:
             out["reason"] = f"no published {_describe(workload, precision, seq_len, num_gpus)} for {canonical}"
     return out
@@ -204,6 +204,17 @@ def not_comparable_reason(result: dict[str, Any], gpu_name: str | None) -> str |
     if not gpu_name:
         return f"ran on {result.get('device') or 'an unknown device'}: published results are for GPUs"
     return None
+
+
+def _catalogue_miss(name: str | None) -> str:
+    """Why the catalogue gives no row for a device name: unknown, or shared by several rows (one GCD of an
+    MI250 or an MI250X reports "AMD Instinct MI250X/MI250" under ROCm, and both cards have the same memory)."""
+    from dlbench import catalog
+
+    rows = catalog.candidates(name) if name else []
+    if len(rows) > 1:
+        return f"matches several catalogue GPUs ({', '.join(spec.name for spec in rows)})"
+    return "is not in the catalogue"
 
 
 def _describe(workload: str, precision: str, seq_len: int | None, num_gpus: int) -> str:

@@ -7,7 +7,8 @@ The planner records a config with a reason as `skipped`; it never aborts a sweep
 - device: `auto` and a bare `cuda` are resolved first (`plan.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
 - `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
   off by default and not comparable), CPUs or MPS.
-- `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0, ROCm GPUs that report it, on MPS
+- `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0; ROCm: torch.cuda.is_bf16_supported answers
+  True for every ROCm device, and the catalogue's AMD GPUs, MI100 and later, all have bf16 matrix units; on MPS
   torch >= 2.6 and macOS >= 14); CPUs are allowed (torch has bf16 CPU kernels; how fast depends on AVX512-BF16/AMX).
 - `amp-fp16`: any CUDA GPU, MPS with torch >= 2.8, and CPUs (torch runs fp16 autocast and GradScaler on a CPU;
   fast only on CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
