@@ -29,6 +29,8 @@ ENV_KEYS: tuple[tuple[str, str], ...] = (
     ("cuda_version", "CUDA"),
     ("cudnn_version", "cuDNN"),
     ("torch_version", "torch"),
+    ("hip_version", "ROCm (HIP)"),  # ROCm builds: the HIP runtime and MIOpen in place of CUDA and cuDNN
+    ("miopen_version", "MIOpen"),
 )
 
 

@@ -39,11 +39,16 @@ def canonical_gpu(name: str | None, memory_bytes: int | None = None) -> str | No
 
 
 def result_gpu(document: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
-    """The environment's entry (`name`, `memory_bytes`, ...) for the GPU a result ran on; None on a CPU or MPS."""
+    """The environment's entry (`name`, `memory_bytes`, ...) for the GPU a result ran on; None on a CPU.
+
+    An MPS result ran on the Apple GPU that the environment lists as "<chip> GPU (MPS)" (the only entry there:
+    `telemetry.environment` lists one when torch sees no CUDA device)."""
     device = str(result.get("device") or "")
+    gpus = (document.get("environment") or {}).get("gpus") or []
+    if device == "mps":
+        return next((g for g in gpus if isinstance(g, dict) and str(g.get("name", "")).endswith("(MPS)")), None)
     if not device.startswith("cuda"):
         return None
-    gpus = (document.get("environment") or {}).get("gpus") or []
     index = 0
     if ":" in device:
         try:
@@ -56,7 +61,7 @@ def result_gpu(document: dict[str, Any], result: dict[str, Any]) -> dict[str, An
 
 
 def result_gpu_name(document: dict[str, Any], result: dict[str, Any]) -> str | None:
-    """The device name of the GPU a result ran on, from the document's environment (None on a CPU or MPS)."""
+    """The device name of the GPU a result ran on, from the document's environment (None on a CPU)."""
     gpu = result_gpu(document, result)
     return gpu.get("name") if gpu else None
 
@@ -138,7 +143,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
         out["sources"] = sorted({s for m in medians for s in m["sources"]})
         out["text"] = f"rank {out['rank']} of {out['rank_of']} published GPUs"
         if canonical is None:
-            out["reason"] = f"GPU {gpu_name!r} is not in the catalogue: ranked, but no same-GPU ratio"
+            out["reason"] = f"GPU {gpu_name!r} {_catalogue_miss(gpu_name)}: ranked, but no same-GPU ratio"
         else:
             out["reason"] = f"no published {_describe(workload, precision, seq_len, num_gpus)} for {canonical}"
     return out
@@ -199,6 +204,17 @@ def not_comparable_reason(result: dict[str, Any], gpu_name: str | None) -> str |
     if not gpu_name:
         return f"ran on {result.get('device') or 'an unknown device'}: published results are for GPUs"
     return None
+
+
+def _catalogue_miss(name: str | None) -> str:
+    """Why the catalogue gives no row for a device name: unknown, or shared by several rows (one GCD of an
+    MI250 or an MI250X reports "AMD Instinct MI250X/MI250" under ROCm, and both cards have the same memory)."""
+    from dlbench import catalog
+
+    rows = catalog.candidates(name) if name else []
+    if len(rows) > 1:
+        return f"matches several catalogue GPUs ({', '.join(spec.name for spec in rows)})"
+    return "is not in the catalogue"
 
 
 def _describe(workload: str, precision: str, seq_len: int | None, num_gpus: int) -> str:

@@ -368,6 +368,7 @@ _ENV_FIELDS = (
     ("OS", "os"), ("CPU", "cpu_model"), ("CPU cores", "cpu_count"), ("Memory", "memory_bytes"),
     ("git commit", "git_commit"),
 )
+_ROCM_ENV_FIELDS = (("MIOpen", "miopen_version"), ("ROCm (HIP)", "hip_version"))
 
 
 def _environment_table(documents, runs) -> dict[str, Any]:
@@ -390,6 +391,10 @@ def _environment_table(documents, runs) -> dict[str, Any]:
     limits = [", ".join(f"{w:g} W" for w in power_limits_w(doc)) or fmt.DASH for doc in documents]
     if any(v != fmt.DASH for v in limits):
         rows.insert(5, ("GPU power limit", limits))
+    for label, key in _ROCM_ENV_FIELDS:  # only where some run was on a ROCm build of torch
+        values = [fmt.plain((doc.get("environment") or {}).get(key)) for doc in documents]
+        if any(v != fmt.DASH for v in values):
+            rows.insert([r[0] for r in rows].index("cuDNN") + 1, (label, values))
     if len(runs) <= FACT_RUNS_MAX:
         return {"headers": [r["short"] for r in runs], "rows": rows}
     # Many runs (a fleet): one column, each value once with the runs that have it; a value few runs have names them.

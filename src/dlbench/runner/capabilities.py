@@ -7,19 +7,33 @@ The planner records a config with a reason as `skipped`; it never aborts a sweep
 - device: `auto` and a bare `cuda` are resolved first (`plan.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
 - `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
   off by default and not comparable), CPUs or MPS.
-- `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0, ROCm GPUs that report it, macOS >= 14
-  on MPS); CPUs are allowed (torch has bf16 CPU kernels; how fast depends on AVX512-BF16/AMX).
-- `amp-fp16`: any CUDA GPU, MPS, and CPUs (torch runs fp16 autocast and GradScaler on a CPU; fast only on
-  CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
+- `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0; ROCm: torch.cuda.is_bf16_supported answers
+  True for every ROCm device, and the catalogue's AMD GPUs, MI100 and later, all have bf16 matrix units; on MPS
+  torch >= 2.6 and macOS >= 14); CPUs are allowed (torch has bf16 CPU kernels; how fast depends on AVX512-BF16/AMX).
+- `amp-fp16`: any CUDA GPU, MPS with torch >= 2.8, and CPUs (torch runs fp16 autocast and GradScaler on a CPU;
+  fast only on CPUs with AVX512-FP16/AMX-FP16, and the measurement says so by itself).
 - `torch.compile`: needs a Python/platform that TorchDynamo supports; on CUDA, Triton (Inductor's GPU code
-  generator); on a CPU, a C++ compiler. `reduce-overhead` is CUDA graphs and `max-autotune` also uses CUDA
-  graphs and Triton autotuning, so on a CPU or MPS they would silently measure something else: refused there
-  (on a CPU `default` is the mode to use).
+  generator); on a CPU, a C++ compiler; on MPS, torch >= 2.8. `reduce-overhead` is CUDA graphs and
+  `max-autotune` also uses CUDA graphs and Triton autotuning, so on a CPU or MPS they would silently measure
+  something else: refused there (on a CPU `default` is the mode to use).
+
+MPS features by torch release (`MPS_MIN_TORCH`; dlbench supports torch >= 2.4), read from torch's own code:
+- autocast on "mps": none in 2.4 (no AutocastMPS dispatch key: `torch.autocast("mps")` raises "unsupported
+  autocast device_type"); float16 from 2.5 (pytorch/pytorch#99272); bfloat16 from 2.6 and only on macOS 14 or
+  newer (#139390). torch 2.5 and 2.6-on-macOS-13 do not fail on bf16: they warn and *disable* autocast, so the
+  run would be fp32 under the name amp-bf16.
+- GradScaler on "mps" (amp-fp16): 2.8 (#150255 added the MPS unscale kernels). Before it `unscale_` raises
+  "Cannot convert a MPS Tensor to float64" (#142397) and a fused optimizer finds no MPS
+  `_amp_foreach_non_finite_check_and_unscale_`.
+- torch.compile (Inductor) on "mps": no Metal code generator before 2.7 (the scheduler raises "Unsupported
+  device type: mps"); 2.7 ships a prototype that its maintainers say fails on end-to-end networks and lacks the
+  reductions ResNets need (#150121, which targets 2.8).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from typing import TYPE_CHECKING
 
@@ -29,6 +43,28 @@ from dlbench.runner.plan import resolve_device
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig
+
+# The first torch release whose MPS backend runs each feature (module docstring: sources).
+MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6), "amp-fp16": (2, 8), "compile": (2, 8)}
+_MPS_NEEDS = {"amp-bf16": "bfloat16 autocast on MPS", "amp-fp16": "its GradScaler on MPS",
+              "compile": "Inductor's Metal backend"}
+
+
+def _torch_release(version: str) -> tuple[int, int]:
+    """(major, minor) of a torch version string ("2.5.1", "2.8.0+cpu", "2.10.0.dev20251001")."""
+    match = re.match(r"(\d+)\.(\d+)", str(version))
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def _mps_release_reason(feature: str, what: str) -> str | None:
+    """Why this torch cannot run `feature` on MPS (too old), else None."""
+    import torch
+
+    needed = MPS_MIN_TORCH[feature]
+    if _torch_release(torch.__version__) >= needed:
+        return None
+    return (f"{what} on MPS needs torch >= {needed[0]}.{needed[1]} ({_MPS_NEEDS[feature]}); "
+            f"this is torch {torch.__version__}")
 
 
 def _device_reason(device: str) -> str | None:
@@ -93,9 +129,14 @@ def _precision_reason(precision: str, device: str) -> str | None:
                 name = torch.cuda.get_device_name(index)
                 return f"amp-bf16 not supported in hardware on {name} (compute capability {major}.{minor}; needs >= 8.0)"
         if kind == "mps":
+            too_old = _mps_release_reason("amp-bf16", "amp-bf16")
+            if too_old:
+                return too_old
             newer = getattr(torch.backends.mps, "is_macos_or_newer", None)
             if newer is None or not newer(14, 0):
-                return "amp-bf16 on MPS needs macOS 14 or newer"
+                return "amp-bf16 on MPS needs macOS 14 or newer (torch disables bfloat16 autocast before it)"
+    if precision == "amp-fp16" and kind == "mps":
+        return _mps_release_reason("amp-fp16", "amp-fp16")
     return None
 
 
@@ -121,6 +162,10 @@ def _compile_reason(mode: str, device: str) -> str | None:
         )
     if kind in ("cpu", "mps") and mode in ("reduce-overhead", "max-autotune"):
         return f"compile mode {mode} uses CUDA graphs, which need a CUDA GPU; use --compile default on {kind}"
+    if kind == "mps":
+        too_old = _mps_release_reason("compile", "torch.compile")
+        if too_old:
+            return f"{too_old}; use --compile off"
     if kind == "cuda":
         from torch.utils._triton import has_triton
 

@@ -285,6 +285,8 @@ def peak_memory_scope(compile_mode: str, device_type: str) -> str:
     """Which steps `peak_memory_bytes` and `peak_reserved_bytes` cover (see the module docstring, step 4)."""
     if uses_cuda_graphs(compile_mode, device_type):
         return "compile, warm-up and measured steps (CUDA graph replays allocate nothing)"
+    if device_type == "mps":  # torch.mps reads current allocations only: no peak counter, nothing to reset
+        return "not measured: torch has no peak-memory counter on MPS"
     return "measured steps"
 
 

@@ -7,7 +7,8 @@ resolves the device, fills in defaults and asks `capabilities.unsupported_reason
 in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
-- on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 if compute capability >= 8.0 else fp32, amp-fp16)
+- on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 on NVIDIA compute capability >= 8.0, else fp32
+  (ROCm too); amp-fp16)
   x (compile off, default); 10 warm-up steps, 50 measured steps, 3 repeats; batch size per workload from the
   device memory (`Workload.default_batch_size`).
 - on a CPU (or MPS): a quick suite (`QUICK_SUITE`): small batches, fp32, eager, few steps; it says so.
@@ -116,6 +117,7 @@ class DeviceFacts:
     cuda: list[dict[str, Any]] = field(default_factory=list)  # per visible device: name, memory_bytes, cc
     mps_available: bool = False
     current_cuda: int = 0  # torch.cuda.current_device(): 0 in a fresh process, else what set_device chose
+    hip: str | None = None  # torch.version.hip: the CUDA devices are AMD GPUs under ROCm
 
     @classmethod
     def detect(cls) -> DeviceFacts:
@@ -132,7 +134,8 @@ class DeviceFacts:
                              "uuid": _uuid(props)})
             current = torch.cuda.current_device()
         mps = getattr(torch.backends, "mps", None)
-        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()), current_cuda=current)
+        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()), current_cuda=current,
+                   hip=getattr(torch.version, "hip", None))
 
 
 def _uuid(props) -> str | None:
@@ -293,8 +296,9 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     if options.precisions:
         precisions = list(dict.fromkeys(options.precisions))
     elif on_gpu:
+        # ROCm reports the gfx version as the compute capability (9.0 for an MI250X), and tf32 is NVIDIA's.
         major = entry["compute_capability"][0] if entry.get("compute_capability") else 0
-        precisions = ["tf32" if major >= 8 else "fp32", "amp-fp16"]
+        precisions = ["tf32" if major >= 8 and not facts.hip else "fp32", "amp-fp16"]
     else:
         precisions = ["fp32"]
     if options.compile_modes:
@@ -315,7 +319,16 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                      f"{warmup} warm-up + {n_steps} steps x {repeats} repeats). "
                      "Numbers are not comparable with GPU results; pick workloads with -w for a full run.")
 
-    if options.batch_size == "auto" and not on_gpu:
+    if options.batch_size == "auto" and device == "mps":
+        from dlbench.runner.batch_search import MAX_BATCH_SIZE
+
+        # MPSAllocator's limit is PYTORCH_MPS_HIGH_WATERMARK_RATIO (1.7 by default; torch's MPS environment
+        # variables) x Metal's recommendedMaxWorkingSetSize, which on unified memory can exceed the RAM.
+        notes.append(f"--batch-size auto on mps: the search doubles up to {MAX_BATCH_SIZE} until the MPS "
+                     "allocator reports out of memory, at PYTORCH_MPS_HIGH_WATERMARK_RATIO (1.7 by default) times "
+                     "Metal's recommended working set; that limit can exceed the unified memory, so large probes "
+                     "may swap (slow, minutes) before one fails. Give --batch-size N to avoid it.")
+    elif options.batch_size == "auto" and not on_gpu:
         from dlbench.runner.batch_search import MAX_BATCH_SIZE
 
         notes.append(f"--batch-size auto on {device}: there is no device-memory limit to find, so the search "

@@ -78,7 +78,8 @@ def main(argv: list[str]) -> int:
         facts = DeviceFacts.detect()
         plan = build_plan(RunOptions.from_dict(json.loads(options_json)), facts)
         data: dict[str, Any] = {"plan": plan.to_dict(), "environment": collect(),
-                                "devices": {"cuda": facts.cuda, "mps_available": facts.mps_available}}
+                                "devices": {"cuda": facts.cuda, "mps_available": facts.mps_available,
+                                            "hip": facts.hip}}
     except BadInput as exc:
         data = {"bad_input": exc.format_message()}
     except Exception as exc:  # noqa: BLE001 - reported by the parent as one line

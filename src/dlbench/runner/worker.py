@@ -102,8 +102,10 @@ def signal_name(signum: int) -> str:
 
 # Allocation failures inside CUDA libraries, which torch raises as plain RuntimeErrors (cuBLAS creates its
 # handle and workspace on first use, so a batch that fills the GPU can fail there rather than in torch's
-# caching allocator).
-LIBRARY_ALLOC_FAILED = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED")
+# caching allocator). Under ROCm the hipified cuBLAS check reports hipBLAS's status name instead:
+# "CUDA error: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`" (ATen/cuda/Exceptions.h).
+LIBRARY_ALLOC_FAILED = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED",
+                        "HIPBLAS_STATUS_ALLOC_FAILED")
 
 
 # Text of a failure inside a CUDA (or ROCm) library call: what cuBLAS/cuDNN raise when an allocation they make

@@ -101,6 +101,11 @@ _ENV_REQUIRED = {
     "gpus": (lambda v: isinstance(v, list), "a list"),
     "git_commit": _OPT_STR,
 }
+# Keys added to the environment after schema version 1 was fixed: older documents lack them.
+_ENV_OPTIONAL = {
+    "hip_version": _VERSION,
+    "miopen_version": _VERSION,
+}
 _GPU_REQUIRED = {
     "name": _STR,
     "memory_bytes": _OPT_INT,
@@ -255,7 +260,7 @@ def _validate_v1(doc: dict) -> None:
     except ValueError:
         raise DataError(f"created_at: not an ISO 8601 timestamp: {doc['created_at']!r}") from None
     env = doc["environment"]
-    _check_keys(env, _ENV_REQUIRED, {}, "environment.")
+    _check_keys(env, _ENV_REQUIRED, _ENV_OPTIONAL, "environment.")
     for g, gpu in enumerate(env["gpus"]):
         if not isinstance(gpu, dict):
             raise DataError(f"environment.gpus[{g}]: expected an object, got {_type_name(gpu)}")

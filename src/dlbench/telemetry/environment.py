@@ -33,6 +33,8 @@ ENVIRONMENT_KEYS: tuple[str, ...] = (
     "gpus",
     "git_commit",
     "package_versions",
+    "hip_version",  # ROCm builds of torch: torch.version.hip (cuda_version is None there)
+    "miopen_version",  # ROCm: MIOpen, the library torch calls in cuDNN's place
 )
 
 # The libraries besides torch whose version changes what is measured: the models (torchvision's ResNet,
@@ -83,7 +85,8 @@ def _safe(fn):
 
 
 def _torch_facts() -> dict[str, Any]:
-    facts: dict[str, Any] = {k: None for k in ("torch_version", "cuda_version", "cudnn_version", "nccl_version")}
+    facts: dict[str, Any] = {k: None for k in ("torch_version", "cuda_version", "cudnn_version", "nccl_version",
+                                                "hip_version", "miopen_version")}
     facts["gpus"] = []
     try:
         import torch
@@ -91,7 +94,11 @@ def _torch_facts() -> dict[str, Any]:
         return facts
     facts["torch_version"] = torch.__version__
     facts["cuda_version"] = torch.version.cuda  # None on CPU-only and ROCm builds
-    facts["cudnn_version"] = _safe(lambda: format_cudnn_version(torch.backends.cudnn.version()))
+    facts["hip_version"] = getattr(torch.version, "hip", None)
+    if facts["hip_version"]:  # torch.backends.cudnn answers for MIOpen under ROCm
+        facts["miopen_version"] = _safe(lambda: format_miopen_version(torch.backends.cudnn.version()))
+    else:
+        facts["cudnn_version"] = _safe(lambda: format_cudnn_version(torch.backends.cudnn.version()))
     facts["nccl_version"] = _safe(_nccl_version)
     facts["gpus"] = _safe(_gpus) or []
     return facts
@@ -104,6 +111,14 @@ def format_cudnn_version(version: int | None) -> str | None:
     if version >= 90000:
         return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
     return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
+
+
+def format_miopen_version(version: int | None) -> str | None:
+    """MIOpen's integer version as "major.minor.patch": torch encodes it as MAJOR*1000000 + MINOR*1000 + PATCH
+    (torch/csrc/cuda/shared/cudnn.cpp, getVersionInt under USE_ROCM), so 3002000 is 3.2.0."""
+    if not version:
+        return None
+    return f"{version // 1000000}.{version % 1000000 // 1000}.{version % 1000}"
 
 
 def _nccl_version() -> str | None:

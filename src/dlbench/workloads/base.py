@@ -65,7 +65,7 @@ class Workload:
         batch_80gb: default fp32/tf32 batch size on an 80 GB GPU (scaled by `MEMORY_TIERS`; x2 for AMP).
         cpu_batch: default batch size on a CPU or a device of unknown memory.
         tiny_batch: default batch size of the tiny flavour, any device.
-        channels_last: whether inputs and weights use the NHWC layout on CUDA (convolutions).
+        channels_last: whether inputs and weights use the NHWC layout on CUDA (convolutions; `uses_channels_last`).
         description: one line for listings.
     """
 
@@ -121,15 +121,34 @@ class Workload:
         """(optimizer, implementation) where implementation is "fused", "foreach" or "for-loop"."""
         raise NotImplementedError
 
+    def uses_channels_last(self, device: Any) -> bool:
+        """Whether `to_device` makes this workload NHWC on `device`.
+
+        On CUDA, yes for `channels_last` workloads: cuDNN's tensor-core convolutions take NHWC natively. Under
+        ROCm (also device type "cuda") only with PYTORCH_MIOPEN_SUGGEST_NHWC=1: without it torch hands MIOpen
+        contiguous (NCHW) copies of channels-last inputs and weights at every convolution
+        (`miopen_conv_suggest_memory_format` in ATen/native/ConvUtils.h, torch 2.4 to 2.14), so NHWC would add
+        copies and be recorded as a layout that never ran. MPS and CPUs keep the default layout.
+        """
+        import os
+
+        import torch
+
+        if not self.channels_last or torch.device(device).type != "cuda":
+            return False
+        if getattr(torch.version, "hip", None):
+            return os.environ.get("PYTORCH_MIOPEN_SUGGEST_NHWC") == "1"  # c10::utils::check_env: "1" is true
+        return True
+
     def to_device(self, model: Any, inputs: tuple, device: Any) -> tuple[Any, tuple, bool]:
         """Move model and inputs to `device`; returns (model, inputs, channels_last_used).
 
-        Workloads with `channels_last` get NHWC weights and 4-D inputs on CUDA (cuDNN's native tensor-core
-        layout); elsewhere the default layout is kept.
+        Workloads with `channels_last` get NHWC weights and 4-D inputs where `uses_channels_last` says so (CUDA:
+        cuDNN's native tensor-core layout); elsewhere the default layout is kept.
         """
         import torch
 
-        use_nhwc = self.channels_last and torch.device(device).type == "cuda"
+        use_nhwc = self.uses_channels_last(device)
         if use_nhwc:
             model = model.to(device=device, memory_format=torch.channels_last)
         else:
