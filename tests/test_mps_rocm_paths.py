@@ -362,3 +362,35 @@ def test_an_mi250x_gcd_is_said_to_match_two_catalogue_rows_not_to_be_missing():
     assert vs["rank"] == 2 and vs["gpu"] is None
     assert vs["reason"] == ("GPU 'AMD Instinct MI250X/MI250' matches several catalogue GPUs (MI250, MI250X): "
                             "ranked, but no same-GPU ratio")
+
+
+def test_fused_optimizer_is_rebuilt_on_foreach_keeping_class_hyperparameters_and_parameters():
+    import torch
+
+    from dlbench.workloads.base import without_fused_kernel
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.02, fused=True)
+    rebuilt, impl = without_fused_kernel(opt)
+    assert impl == "foreach" and type(rebuilt) is torch.optim.AdamW
+    assert rebuilt.defaults["fused"] is False and rebuilt.defaults["foreach"] is True
+    assert rebuilt.defaults["lr"] == 3e-4 and rebuilt.defaults["weight_decay"] == 0.02
+    assert [id(p) for p in rebuilt.param_groups[0]["params"]] == [id(p) for p in model.parameters()]
+
+
+
+@pytest.mark.parametrize(("device_type", "with_scaler", "expected"),
+                         [("mps", True, "foreach"), ("mps", False, "fused"), ("cpu", True, "fused"),
+                          ("cuda", True, "fused")])
+def test_only_mps_with_a_grad_scaler_gives_up_the_fused_kernel(device_type, with_scaler, expected):
+    # Fused MPS kernels ignored GradScaler's grad_scale/found_inf before pytorch#186360; elsewhere fused
+    # optimizers unscale and skip inf steps themselves, and without a scaler there is nothing to ignore.
+    import torch
+
+    from dlbench.workloads.base import optimizer_for_scaler
+
+    opt = torch.optim.SGD(torch.nn.Linear(4, 2).parameters(), lr=0.1, momentum=0.9, fused=True)
+    scaler = torch.amp.GradScaler("cpu") if with_scaler else None
+    out, impl = optimizer_for_scaler(opt, "fused", device_type, scaler)
+    assert impl == expected and out.defaults["fused"] is (expected == "fused")
+    assert (out is opt) is (expected == "fused")

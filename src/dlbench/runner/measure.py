@@ -327,6 +327,7 @@ def _measure(
     from dlbench.runner.flops import flops_per_sample
     from dlbench.runner.plan import resolve_device
     from dlbench.runner.precision import apply_precision, precision_flags
+    from dlbench.workloads.base import optimizer_for_scaler
 
     device = torch.device(resolve_device(config.device))
     if device.type == "cuda":
@@ -344,6 +345,7 @@ def _measure(
     if wrap_model is not None:
         model = wrap_model(model)
     optimizer, optimizer_impl = workload.make_optimizer(model.parameters(), device)
+    optimizer, optimizer_impl = optimizer_for_scaler(optimizer, optimizer_impl, device.type, setup.scaler)
     if config.compile != "off":
         model = torch.compile(model, mode=None if config.compile == "default" else config.compile)
     cuda_graphs = uses_cuda_graphs(config.compile, device.type)

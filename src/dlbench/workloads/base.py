@@ -182,6 +182,31 @@ def make_optimizer(cls: Any, params: Any, device: Any, **kwargs: Any) -> tuple[A
     return cls(params, foreach=False, **kwargs), "for-loop"
 
 
+def without_fused_kernel(optimizer: Any) -> tuple[Any, str]:
+    """The same optimizer (class, hyper-parameters, parameters) rebuilt on the multi-tensor `foreach` path.
+
+    For MPS with a GradScaler: before pytorch/pytorch#186360 (June 2026) the fused Metal kernels ignored the
+    scaler's `grad_scale` and `found_inf`, so a fused step on MPS trained on still-scaled gradients and did not
+    skip inf steps. `foreach` unscales through GradScaler's own check (MPS kernel since torch 2.8, #150255).
+    Call it before the first step: optimizer state is not carried over.
+    """
+    import inspect
+
+    cls = type(optimizer)
+    accepted = inspect.signature(cls.__init__).parameters  # defaults may hold keys __init__ does not take
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    defaults = {k: v for k, v in optimizer.defaults.items() if k in accepted}
+    return cls(params, **{**defaults, "fused": False, "foreach": True}), "foreach"
+
+
+def optimizer_for_scaler(optimizer: Any, impl: str, device_type: str, scaler: Any) -> tuple[Any, str]:
+    """(optimizer, implementation) to pair with `scaler` on `device_type`: a fused optimizer on MPS with a
+    GradScaler is rebuilt on `foreach` (see `without_fused_kernel`); anything else is returned as it is."""
+    if scaler is not None and device_type == "mps" and impl == "fused":
+        return without_fused_kernel(optimizer)
+    return optimizer, impl
+
+
 class SizedWorkload(Workload):
     """A model family with two size specs, `full` (the published model) and `tiny` (`--tiny`), picked per config.
 
