@@ -287,6 +287,8 @@ def peak_memory_scope(compile_mode: str, device_type: str) -> str:
         return "compile, warm-up and measured steps (CUDA graph replays allocate nothing)"
     if device_type == "mps":  # torch.mps reads current allocations only: no peak counter, nothing to reset
         return "not measured: torch has no peak-memory counter on MPS"
+    if device_type != "cuda":  # _peak_memory reads CUDA's (and ROCm's) allocator only
+        return f"not measured: torch has no peak-memory counter on {device_type}"
     return "measured steps"
 
 
