@@ -394,3 +394,22 @@ def test_only_mps_with_a_grad_scaler_gives_up_the_fused_kernel(device_type, with
     out, impl = optimizer_for_scaler(opt, "fused", device_type, scaler)
     assert impl == expected and out.defaults["fused"] is (expected == "fused")
     assert (out is opt) is (expected == "fused")
+
+
+def test_amp_bf16_is_judged_on_the_configured_gpu_not_the_current_one(monkeypatch):
+    # A machine with an A100 as cuda:0 (current) and a V100 as cuda:1: bf16 on cuda:1 is refused, on cuda:0 not.
+    import torch
+
+    from dlbench.runner import capabilities
+
+    caps = {0: (8, 0), 1: (7, 0)}
+    names = {0: "NVIDIA A100-SXM4-80GB", 1: "Tesla V100-SXM2-32GB"}
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=None: caps[0 if i is None else i])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=None: names[0 if i is None else i])
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # answers for cuda:0
+    reason = capabilities._precision_reason("amp-bf16", "cuda:1")
+    assert reason is not None and "V100" in reason and "7.0" in reason
+    assert capabilities._precision_reason("amp-bf16", "cuda:0") is None
+    assert capabilities._precision_reason("amp-bf16", "cuda") is None

@@ -118,14 +118,12 @@ def _precision_reason(precision: str, device: str) -> str | None:
             name = torch.cuda.get_device_name(index)
             return f"tf32 needs CUDA compute capability >= 8.0; {name} is {major}.{minor}"
     if precision == "amp-bf16":
-        if kind == "cuda":
-            try:
-                supported = torch.cuda.is_bf16_supported(including_emulation=False)
-            except TypeError:  # torch < 2.3 has no emulation flag and answers for hardware support
-                supported = torch.cuda.is_bf16_supported()
-            if not supported:
-                index = _cuda_index(device)
-                major, minor = torch.cuda.get_device_capability(index)
+        if kind == "cuda" and torch.version.hip is None:
+            # The configured GPU's own capability: torch.cuda.is_bf16_supported() answers for the current
+            # device, which on a machine with mixed GPUs need not be cuda:N. (It is True for every ROCm device.)
+            index = _cuda_index(device)
+            major, minor = torch.cuda.get_device_capability(index)
+            if major < 8:
                 name = torch.cuda.get_device_name(index)
                 return f"amp-bf16 not supported in hardware on {name} (compute capability {major}.{minor}; needs >= 8.0)"
         if kind == "mps":
