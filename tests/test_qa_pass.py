@@ -66,3 +66,12 @@ def test_advise_and_estimate_pass_over_a_negative_throughput_already_in_a_databa
     code, out, err = cli(capsys, "estimate", "--gpu", "RTX 3090", "--workload", "resnet50", "--precision",
                          "amp-fp16", "--json", "--db", url)
     assert code == 0 and json.loads(out)["kind"] != "measured", err
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_run_seed_outside_numpys_range_is_bad_input_before_anything_runs(capsys, seed):
+    # It used to run every configuration, each failing in its worker with "error: ValueError: Seed must be between
+    # 0 and 2**32 - 1", and exit 1 with a stored run of errors.
+    assert_bad_input(*cli(capsys, "run", "--tiny", "-w", "resnet50", "--seed", seed), "--seed", seed)
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    assert code == 0 and json.loads(out) == []

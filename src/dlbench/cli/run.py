@@ -124,7 +124,7 @@ def run(
                                    "after this many seconds (the result records the start temperature)."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the tiny flavour of each workload (a few layers, small "
                               "inputs): a smoke test of the whole pipeline, not a benchmark."),
-    seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs."),
+    seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs (0 to 2**32 - 1)."),
     json_path: Path | None = typer.Option(None, "--json", help="Also write the result document (JSON, schema "
                                           "version 1) to this path.", metavar="PATH"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (the table is still printed)."),
@@ -150,6 +150,8 @@ def run(
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
+    if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (runner.measure seeds all three)
+        raise BadInput(f"--seed must be between 0 and 2**32 - 1 ({2**32 - 1}), got {seed}")
     if not math.isfinite(max_start_temp):
         raise BadInput(f"--max-start-temp must be a finite temperature in C, got {max_start_temp}")
     if json_path is not None:
