@@ -115,3 +115,17 @@ def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypat
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split("$ dlbench compare 1cddfcb4 latest\n", 1)[1].split("```", 1)[0]
     assert [line.rstrip() for line in out.splitlines() if line.strip()] == block.splitlines()
+
+
+def test_reference_list_takes_workload_names_in_any_case_and_a_known_one_with_no_rows_is_no_error(capsys):
+    # `-w RESNET50` was "error: no published results for workload 'RESNET50'", though run, estimate and advise
+    # take any case; `-w bert-base-mlm` (a dlbench workload nobody published) exited 2 as if it were unknown,
+    # while a GPU with nothing published lists nothing and exits 0 (README: unknown names exit 2).
+    code, out, err = cli(capsys, "reference", "list", "-w", "RESNET50", "--gpu", "RTX 4090", "-p", "amp-fp16",
+                         "--json")
+    assert code == 0, err
+    assert {(r["workload"], r["num_gpus"]) for r in json.loads(out)} == {("resnet50", 1), ("resnet50", 2)}
+    code, out, err = cli(capsys, "reference", "list", "-w", "bert-base-mlm")
+    assert (code, err) == (0, "") and "No published results match these filters." in out
+    assert_bad_input(*cli(capsys, "reference", "list", "-w", "resnet"), "unknown workload 'resnet'",
+                     "did you mean resnet50?")
