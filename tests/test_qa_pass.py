@@ -129,3 +129,29 @@ def test_reference_list_takes_workload_names_in_any_case_and_a_known_one_with_no
     assert (code, err) == (0, "") and "No published results match these filters." in out
     assert_bad_input(*cli(capsys, "reference", "list", "-w", "resnet"), "unknown workload 'resnet'",
                      "did you mean resnet50?")
+
+
+def test_a_json_copy_that_cannot_be_written_at_the_end_loses_nothing(tmp_path):
+    # `dlbench run --json /sys/x.json` as root passed the up-front check (os.access says yes), measured, and then
+    # failed with "internal error: PermissionError" before the final document reached the database: the database
+    # kept the "in progress" copy while the results folder had the final one, so importing that folder later
+    # refused the whole import ("already stored with different content"). Now the copy is written last, and a
+    # failure is one `error:` line (`dlbench run` then exits 2) after the run is saved.
+    from dlbench import paths
+    from dlbench.cli.run import RunSaver
+    from dlbench.jsonio import read_json
+    from dlbench.store import open_store
+
+    doc = store_docs.document()
+    warnings: list[str] = []
+    saver = RunSaver(on_warning=warnings.append)
+    saver.save({**doc, "notes": ["in progress: 2 of 3 configurations done"]})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    written = saver.save(doc, blocker / "x.json")
+    saver.close()
+    assert saver.json_failed and written == [paths.results_dir() / f"{doc['run_id']}.json"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"error: --json {blocker / 'x.json'}: cannot write")
+    store = open_store()
+    assert store.get_run(doc["run_id"]) == read_json(written[0]) == doc
+    store.close()

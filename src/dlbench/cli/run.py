@@ -40,16 +40,23 @@ class RunSaver:
         self.on_warning = on_warning
         self._store = None
         self._failed = False
+        self.json_failed = False  # the --json copy could not be written (the run is saved all the same)
 
     def save(self, document: dict[str, Any], json_path: Path | None = None) -> list[Path]:
         from dlbench import paths
         from dlbench.jsonio import write_json_atomic
 
         written = [write_json_atomic(paths.results_dir() / f"{document['run_id']}.json", document)]
-        if json_path is not None:
-            written.append(write_json_atomic(json_path, document))
         if not self._failed:
             self._save_to_store(document, written[0])
+        if json_path is not None:  # last: a path that refuses the copy (checked before the run, yet) loses nothing
+            try:
+                written.append(write_json_atomic(json_path, document))
+            except OSError as exc:
+                self.json_failed = True
+                if self.on_warning is not None:
+                    self.on_warning(f"error: --json {json_path}: cannot write ({exc.strerror or exc}); the run is "
+                                    f"saved in {written[0]} and the results database")
         return written
 
     def _save_to_store(self, document: dict[str, Any], json_file: Path) -> None:
@@ -173,6 +180,8 @@ def run(
         code = 130
     finally:
         saver.close()
+    if saver.json_failed and code in (0, EXIT_FAILED):  # the --json PATH given could not be written: bad input
+        code = 2
     raise typer.Exit(code)
 
 
