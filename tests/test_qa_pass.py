@@ -155,3 +155,21 @@ def test_a_json_copy_that_cannot_be_written_at_the_end_loses_nothing(tmp_path):
     store = open_store()
     assert store.get_run(doc["run_id"]) == read_json(written[0]) == doc
     store.close()
+
+
+def test_results_show_prints_the_scaling_table_run_printed(capsys):
+    # README: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
+    # the data-parallel scaling table (ideal samples/s, efficiency), which `results show` left out.
+    from dlbench.store import open_store
+    from report_docs import make_document, make_result, run_cli
+
+    results = [make_result(world_size=n, step_time_s=0.1 * (1 + 0.05 * n), seed=n) for n in (1, 2, 4)]
+    for r in results[1:]:
+        r["scaling_efficiency"] = r["samples_per_s"] / (r["world_size"] * results[0]["samples_per_s"])
+    store = open_store()
+    store.save_run(make_document(results))
+    store.close()
+    code, out, err = run_cli(capsys, "results", "show", "latest")
+    assert code == 0, err
+    assert "Data-parallel scaling" in out and "efficiency" in out
+    assert f"{results[2]['scaling_efficiency']:.2f}" in out
