@@ -28,6 +28,11 @@ def _write(tmp_path, name, doc) -> str:
     (lambda r: r.update(vs_published="0.9x"), "results[0].vs_published"),
     (lambda r: r.update(vs_published={"ratio": "0.9"}), "results[0].vs_published.ratio"),
     (lambda r: r.update(telemetry={"available": True, "gpu": "H100"}), "results[0].telemetry.gpu"),
+    # A finite number beyond any measurement overflowed in statistics and charts: `report` "Axis limits cannot be
+    # NaN or Inf", `fleet --json` "Out of range float values are not JSON compliant: inf".
+    (lambda r: r.update(samples_per_s=1.7e308), "results[0].samples_per_s"),
+    (lambda r: r["repeats"][0]["step_times_s"].__setitem__(0, 1e308), "results[0].repeats[0].step_times_s"),
+    (lambda r: r.update(telemetry={"available": True, "power_mean_w": 1e308}), "results[0].telemetry.power_mean_w"),
     # `report` drew the series: "internal error: TypeError: can't multiply sequence by non-int of type 'float'".
     (lambda r: r.update(telemetry={"available": True, "series": {"t_s": [0.0, 0.1], "power_w": "high"}}),
      "results[0].telemetry.series"),

@@ -46,8 +46,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and _INT64_MIN <= v <= _INT64_MAX
 
 
+# No measured figure comes near this (an exaFLOP/s is 1e18, a year 3e7 s); beyond it the sums, squares and products
+# that statistics and charts take of a figure overflow to inf, and a hand-edited 1e308 broke `report` and `advise`.
+_MAX_MAGNITUDE = 1e100
+
+
 def _is_number(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v) and (
+        abs(v) <= _MAX_MAGNITUDE)
 
 
 def _nullable(check: _Check) -> _Check:
@@ -210,7 +216,7 @@ def _type_name(v: Any) -> str:
     if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
         return f"{v} (too large for 64 bits)"
     if isinstance(v, (int, float)):  # a number of the right type but out of range: say which
-        return f"{v!r}"
+        return f"{v!r}" if abs(v) <= _MAX_MAGNITUDE else f"{v!r} (beyond {_MAX_MAGNITUDE:g})"
     return {dict: "object", list: "list", str: "string", int: "integer", float: "number"}.get(type(v), type(v).__name__)
 
 
