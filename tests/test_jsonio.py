@@ -65,3 +65,24 @@ def test_an_eight_gpu_sweep_document_stays_a_few_mb(tmp_path):
     path = write_json_atomic(tmp_path / "sweep.json", doc)
     assert path.stat().st_size < 5e6
     assert read_json(path) == doc
+
+
+def test_written_files_get_the_umask_permissions_not_private_ones(tmp_path):
+    """A result document is for sharing (a fleet's JSON files in one shared folder): a new file is readable as
+    `open(path, "w")` would make it, and a replaced file keeps its permissions."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = write_json_atomic(tmp_path / "doc.json", {"a": 1})
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+        path.chmod(0o640)
+        write_json_atomic(path, {"a": 2})
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+        os.umask(0o077)
+        private = write_json_atomic(tmp_path / "private.json", {"a": 3})
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "private.json"]

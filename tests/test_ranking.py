@@ -206,7 +206,7 @@ def test_cli_reference_list_table_has_a_source_per_row(capsys):
 @pytest.mark.parametrize("args, message", [
     (["--gpu", "H1OO SXM"], "unknown GPU"),
     (["--precision", "fp8"], "unknown precision"),
-    (["--workload", "gpt2"], "no published results for workload"),
+    (["--workload", "gpt2"], "unknown workload 'gpt2'"),
     (["--num-gpus", "0"], "--num-gpus"),
 ])
 def test_cli_reference_list_bad_input(capsys, args, message):

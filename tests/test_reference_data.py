@@ -121,3 +121,19 @@ def test_medians_by_gpu_ranks_fastest_first():
     assert len(medians) > 3 and values == sorted(values, reverse=True)
     for gpu, value in medians.items():
         assert value == median_for(gpu, "resnet50", "amp-fp16")
+
+
+def test_batch_sizes_are_per_gpu_whatever_the_gpu_count():
+    """Lambda's v1 CSVs list the global batch (per-GPU batch x GPUs); `reference list` showed it under "bs/GPU",
+    so that the 2x RTX 4090 row read 896 per GPU where each trained 448, as the 1x row does."""
+    by_config: dict = {}
+    for r in load_published():
+        if r.source.startswith("Lambda deep learning benchmark v1") and r.batch_size_per_gpu:
+            by_config.setdefault((r.gpu, r.workload, r.precision), set()).add((r.num_gpus, r.batch_size_per_gpu))
+    multi = {k: v for k, v in by_config.items() if len({n for n, _ in v}) > 1}
+    assert len(multi) >= 10
+    for config, rows in multi.items():
+        assert len({batch for _, batch in rows}) == 1, (config, sorted(rows))
+    rtx4090 = [r for r in published_for("RTX 4090", workload="resnet50", precision="amp-fp16")
+               if r.source.startswith("Lambda deep learning benchmark v1")]
+    assert {(r.num_gpus, r.batch_size_per_gpu) for r in rtx4090} == {(1, 448), (2, 448)}

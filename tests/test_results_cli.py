@@ -133,7 +133,7 @@ def test_peak_reserved_bytes_flows_to_export_and_show_json(capsys, tmp_path):
     bad["results"][0]["peak_reserved_bytes"] = "32 GB"
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     code, _, err = cli(capsys, "results", "import", str(tmp_path / "bad.json"))
-    assert code == 2 and "results[0].peak_reserved_bytes: expected an integer or null, got string" in err
+    assert code == 2 and "results[0].peak_reserved_bytes: expected an integer >= 0 or null, got string" in err
 
 
 def test_import_idempotent_then_malformed_folder_imports_nothing(capsys, tmp_path):

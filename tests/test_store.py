@@ -60,8 +60,8 @@ def test_valid_document_passes_unchanged():
     (lambda d: d["results"][1].pop("samples_per_s"), "results[1].samples_per_s: missing"),
     (lambda d: d["results"][1].update(samples_per_s="fast"), "results[1].samples_per_s: expected a finite number"),
     (lambda d: d["results"][0].update(samples_per_s=float("nan")), "results[0].samples_per_s: expected a finite"),
-    (lambda d: d["results"][0].update(batch_size=True), "results[0].batch_size: expected an integer or null, "
-                                                         "got boolean"),
+    (lambda d: d["results"][0].update(batch_size=True), "results[0].batch_size: expected an integer >= 1 or "
+                                                         "null, got boolean"),
     (lambda d: d["results"][2].update(status="crashed"), "results[2].status: expected one of ok, oom"),
     (lambda d: d["results"][0]["repeats"][1].pop("step_times_s"), "results[0].repeats[1].step_times_s: missing"),
     (lambda d: d["results"][0]["step_time_s"].pop("p95"), "results[0].step_time_s.p95: missing"),
@@ -69,6 +69,22 @@ def test_valid_document_passes_unchanged():
     (lambda d: d["results"][0].update(unit="tokens"), "results[0].unit: expected 'images', 'sequences'"),
     (lambda d: d["results"][0].update(telemetry=[1]), "results[0].telemetry: expected an object or null"),
     (lambda d: d.update(notes=[1]), "notes: expected a string, a list of strings or null"),
+    # Of the right type but impossible: each used to be stored and then broke a command that read it.
+    (lambda d: d["results"][0].update(samples_per_s=-5.0), "results[0].samples_per_s: expected a finite number "
+                                                            ">= 0 or null, got -5.0"),
+    (lambda d: d["results"][0]["repeats"][0]["step_times_s"].__setitem__(0, -0.1),
+     "results[0].repeats[0].step_times_s: expected a list of finite numbers >= 0"),
+    (lambda d: d["results"][0]["step_time_s"].update(median=-1), "results[0].step_time_s.median: expected a"),
+    (lambda d: d["results"][0].update(batch_size=0), "results[0].batch_size: expected an integer >= 1 or null, "
+                                                     "got 0"),
+    (lambda d: d["results"][0].update(vs_published="0.9x"), "results[0].vs_published: expected an object"),
+    (lambda d: d["results"][0].update(vs_published={"ratio": "0.9"}), "results[0].vs_published.ratio: expected"),
+    (lambda d: d["results"][0].update(telemetry={"available": True, "gpu": "H100"}),
+     "results[0].telemetry.gpu: expected an object or null, got string"),
+    (lambda d: d["results"][0].update(telemetry={"available": True, "series": {"t_s": [0, 1], "power_w": "x"}}),
+     "results[0].telemetry.series: expected an object of lists of numbers or null"),
+    (lambda d: d["results"][0].update(telemetry={"available": True, "per_gpu": [{"series": {"t_s": ["0"]}}]}),
+     "results[0].telemetry.per_gpu[0].series: expected an object of lists of numbers"),
 ])
 def test_invalid_documents_name_the_key(mutate, reason):
     doc = store_docs.document()

@@ -15,6 +15,10 @@ Mapping rules:
 - precisions: the source file already labels Lambda's "fp32" column `tf32` on Ampere and later and `fp32` on
   Volta/Turing; this script checks that labelling against the GPU's architecture in the catalogue.
 - GPUs: every listed name must resolve to one catalogue GPU, by catalogue lookup or by `GPU_OVERRIDES`.
+- batch sizes: `batch_size_per_gpu` is per GPU. Lambda's v1 batch-size CSVs list the global batch (its
+  `scripts/compile_results_pytorch_bs.py` multiplies each config's per-GPU batch by `NUM_GPU`: the 2x RTX 4090
+  row says 896 where each GPU trains 448, as on the 1x row), so `GLOBAL_BATCH_SOURCES` rows are divided by
+  their GPU count.
 """
 
 from __future__ import annotations
@@ -64,6 +68,19 @@ WORKLOAD_PATTERNS = (
 
 PRE_AMPERE = ("Volta", "Turing")
 
+# Sources whose listed batch size is the global batch over all the row's GPUs (see the module docstring).
+GLOBAL_BATCH_SOURCES = ("Lambda deep learning benchmark v1",)
+
+
+def per_gpu_batch(source: str, listed: str, num_gpus: int) -> str:
+    """The row's batch size per GPU, as text ("" when the source lists none)."""
+    if not listed or not source.startswith(GLOBAL_BATCH_SOURCES):
+        return listed
+    total = int(listed)
+    if total % num_gpus:
+        raise ValueError(f"global batch {total} does not divide over {num_gpus} GPUs")
+    return str(total // num_gpus)
+
 
 def map_workload(listed: str) -> tuple[str, int | None]:
     for pattern, mapping in WORKLOAD_PATTERNS:
@@ -105,6 +122,7 @@ def build_rows(source_path: Path) -> list[dict[str, str]]:
                     raise ValueError(f"Lambda 'fp32' on {arch} must be labelled tf32")
                 if precision == "tf32" and arch in PRE_AMPERE:
                     raise ValueError(f"tf32 on {arch} ({gpu}) is impossible")
+                batch = per_gpu_batch(row["source"], row["batch_size_per_gpu"], int(row["num_gpus"]))
             except ValueError as exc:
                 raise SystemExit(f"{source_path}:{number}: {exc}") from None
             comparable = "sequence binning" not in row["notes"]
@@ -114,7 +132,7 @@ def build_rows(source_path: Path) -> list[dict[str, str]]:
                 "workload": workload,
                 "seq_len": "" if seq_len is None else str(seq_len),
                 "precision": precision,
-                "batch_size_per_gpu": row["batch_size_per_gpu"],
+                "batch_size_per_gpu": batch,
                 "samples_per_s": repr(float(row["samples_per_s"])),
                 "comparable": "true" if comparable else "false",
                 "gpu_listed": row["gpu"],

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
     text = dumps(data)  # before touching the disk: data that cannot be written leaves the old file as it was
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -48,6 +49,25 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new temp file beside `path`, with the permissions `path` will have: those of the file it replaces, or
+    the umask's for a new one (as `open(path, "w")` gives). `tempfile.mkstemp` would make it 0600, and the
+    result documents, which are meant to be gathered from a shared folder, unreadable to anyone else."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = None
+    while True:
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.fchmod(fd, mode)
+        return fd, tmp
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

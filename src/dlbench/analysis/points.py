@@ -115,8 +115,10 @@ def points_from_rows(rows: Iterable[dict]) -> list[Point]:
     """
     best: dict = {}
     for r in rows:
-        if r.get("status") != "ok" or not r.get("samples_per_s") or r.get("flavour", "full") != "full":
+        if r.get("status") != "ok" or r.get("flavour", "full") != "full":
             continue
+        if not isinstance(r.get("samples_per_s"), (int, float)) or not r["samples_per_s"] > 0:
+            continue  # nothing measured, or a value no measurement gives (a database from before import checks)
         if not str(r.get("device") or "").startswith("cuda"):
             continue
         names = [n for n in str(r.get("gpu_names") or "").split("; ") if n]

@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
         vendor: str = typer.Option(None, "--vendor", help="Only this vendor (NVIDIA or AMD)."),
         min_memory_gb: float = typer.Option(None, "--min-memory-gb", help="Only GPUs with at least this much memory (GB)."),
         form_factor: str = typer.Option(None, "--form-factor", help="Only GPUs suitable for: workstation or server."),
-        sort: str = typer.Option("name", "--sort", help=f"Sort by one of: {', '.join(SORT_FIELDS)} (numbers largest first)."),
+        sort: str = typer.Option("name", "--sort", help=f"Sort by one of: {', '.join(SORT_FIELDS)} (numbers largest first, launch oldest first)."),
         as_json: bool = json_option(),
     ) -> None:
         """List the GPU catalogue: memory, bandwidth, dense FP16/BF16 tensor TFLOPS, TDP and price."""

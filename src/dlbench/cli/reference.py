@@ -48,10 +48,10 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
     if precision is not None:
         check_precision(precision)
         rows = [r for r in rows if r.precision == precision]
-    if workload is not None:
-        known = sorted({r.workload for r in (load_published_rows() if published is None else published)})
-        if workload not in known:
-            raise BadInput(f"no published results for workload {workload!r}; published: {', '.join(known)}")
+    if workload is not None:  # any case, as `dlbench run -w` takes it; a known one with nothing published is no error
+        from dlbench.analysis.points import check_workload
+
+        workload = check_workload(workload)
         rows = [r for r in rows if r.workload == workload]
     if gpu is not None:
         from dlbench.catalog import resolve

@@ -40,16 +40,23 @@ class RunSaver:
         self.on_warning = on_warning
         self._store = None
         self._failed = False
+        self.json_failed = False  # the --json copy could not be written (the run is saved all the same)
 
     def save(self, document: dict[str, Any], json_path: Path | None = None) -> list[Path]:
         from dlbench import paths
         from dlbench.jsonio import write_json_atomic
 
         written = [write_json_atomic(paths.results_dir() / f"{document['run_id']}.json", document)]
-        if json_path is not None:
-            written.append(write_json_atomic(json_path, document))
         if not self._failed:
             self._save_to_store(document, written[0])
+        if json_path is not None:  # last: a path that refuses the copy (checked before the run, yet) loses nothing
+            try:
+                written.append(write_json_atomic(json_path, document))
+            except OSError as exc:
+                self.json_failed = True
+                if self.on_warning is not None:
+                    self.on_warning(f"error: --json {json_path}: cannot write ({exc.strerror or exc}); the run is "
+                                    f"saved in {written[0]} and the results database")
         return written
 
     def _save_to_store(self, document: dict[str, Any], json_file: Path) -> None:
@@ -124,7 +131,7 @@ def run(
                                    "after this many seconds (the result records the start temperature)."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the tiny flavour of each workload (a few layers, small "
                               "inputs): a smoke test of the whole pipeline, not a benchmark."),
-    seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs."),
+    seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs (0 to 2**32 - 1)."),
     json_path: Path | None = typer.Option(None, "--json", help="Also write the result document (JSON, schema "
                                           "version 1) to this path.", metavar="PATH"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (the table is still printed)."),
@@ -150,6 +157,8 @@ def run(
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
+    if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (runner.measure seeds all three)
+        raise BadInput(f"--seed must be between 0 and 2**32 - 1 ({2**32 - 1}), got {seed}")
     if not math.isfinite(max_start_temp):
         raise BadInput(f"--max-start-temp must be a finite temperature in C, got {max_start_temp}")
     if json_path is not None:
@@ -171,6 +180,8 @@ def run(
         code = 130
     finally:
         saver.close()
+    if saver.json_failed and code in (0, EXIT_FAILED):  # the --json PATH given could not be written: bad input
+        code = 2
     raise typer.Exit(code)
 
 

@@ -74,7 +74,12 @@ class RichProgress(SweepObserver):
             style = "dim" if status == "skipped" else "red"
             # escaped: an error message is not markup ("[/dev/shm/...]" raised MarkupError mid-sweep)
             text = f"[{style}]{escape(str(status))}[/{style}]: {escape(str(result.get('error') or ''))}"
+        label = self.label
+        if result.get("workload"):  # the result's own: with --batch-size auto, the batch it measured, not the plan's
+            from dlbench.analysis.configuration import config_label
+
+            label = config_label(result)
         # One line per configuration in a log file (piped, redirected): grep finds it whole.
-        self.bars.console.print(f"{self.label}: {text}", highlight=False, soft_wrap=not self.console.is_terminal)
+        self.bars.console.print(f"{label}: {text}", highlight=False, soft_wrap=not self.console.is_terminal)
         if self.overall is not None:
             self.bars.advance(self.overall)

@@ -46,8 +46,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and _INT64_MIN <= v <= _INT64_MAX
 
 
+# No measured figure comes near this (an exaFLOP/s is 1e18, a year 3e7 s); beyond it the sums, squares and products
+# that statistics and charts take of a figure overflow to inf, and a hand-edited 1e308 broke `report` and `advise`.
+_MAX_MAGNITUDE = 1e100
+
+
 def _is_number(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v) and (
+        abs(v) <= _MAX_MAGNITUDE)
 
 
 def _nullable(check: _Check) -> _Check:
@@ -66,11 +72,16 @@ _OPT_NUM = (_nullable(_is_number), "a finite number or null")
 _OPT_DICT = (_nullable(lambda v: isinstance(v, dict)), "an object or null")
 _OPT_LIST = (_nullable(lambda v: isinstance(v, list)), "a list or null")
 _OPT_NUM_LIST = (_nullable(_list_of(_is_number)), "a list of finite numbers or null")
+# What was measured (a throughput, a step time, a count of bytes or FLOPs) is never negative: such a value
+# would make `advise` take the logarithm of a negative throughput, and every table show a nonsense figure.
+_OPT_NONNEG = (_nullable(lambda v: _is_number(v) and v >= 0), "a finite number >= 0 or null")
+_OPT_NONNEG_INT = (_nullable(lambda v: _is_int(v) and v >= 0), "an integer >= 0 or null")
+_OPT_POS_INT = (_nullable(lambda v: _is_int(v) and v >= 1), "an integer >= 1 or null")
+_OPT_NONNEG_LIST = (_nullable(_list_of(lambda v: _is_number(v) and v >= 0)), "a list of finite numbers >= 0 or null")
 _OPT_STR_LIST = (_nullable(_list_of(lambda v: isinstance(v, str))), "a list of strings or null")
 # Library versions arrive as strings, integers (cuDNN's 90100) or lists (NCCL's (2, 21, 5)).
 _VERSION = (_nullable(lambda v: isinstance(v, (str, list)) or _is_int(v)),
             "a string, integer, list or null")
-_ANY = (lambda v: True, "any JSON value")
 
 _TOP_REQUIRED = {
     "schema_version": _INT,
@@ -118,33 +129,33 @@ _RESULT_REQUIRED = {
     "workload": _STR,
     "precision": _STR,
     "compile": _STR,
-    "batch_size": _OPT_INT,
-    "seq_len": _OPT_INT,
+    "batch_size": _OPT_POS_INT,
+    "seq_len": _OPT_POS_INT,
     "device": _OPT_STR,
     "world_size": _INT,
     "status": (lambda v: v in STATUSES, "one of " + ", ".join(STATUSES)),
     "error": _OPT_STR,
-    "samples_per_s": _OPT_NUM,
-    "samples_per_s_repeats": _OPT_NUM_LIST,
-    "cv": _OPT_NUM,
+    "samples_per_s": _OPT_NONNEG,
+    "samples_per_s_repeats": _OPT_NONNEG_LIST,
+    "cv": _OPT_NONNEG,
     "step_time_s": _OPT_DICT,
-    "warmup_step_times_s": _OPT_NUM_LIST,
+    "warmup_step_times_s": _OPT_NONNEG_LIST,
     "repeats": _OPT_LIST,
-    "compile_time_s": _OPT_NUM,
-    "peak_memory_bytes": _OPT_INT,
-    "flops_per_sample": _OPT_NUM,
-    "achieved_flops_per_s": _OPT_NUM,
+    "compile_time_s": _OPT_NONNEG,
+    "peak_memory_bytes": _OPT_NONNEG_INT,
+    "flops_per_sample": _OPT_NONNEG,
+    "achieved_flops_per_s": _OPT_NONNEG,
     "start_temperature_c": _OPT_NUM,
 }
 # Optional extras other parts add (CONTRACTS.md); their shapes are checked where they are settled.
 _RESULT_OPTIONAL = {
-    "peak_reserved_bytes": _OPT_INT,
+    "peak_reserved_bytes": _OPT_NONNEG_INT,
     "telemetry": _OPT_DICT,
     "telemetry_reason": _OPT_STR,
     "nodes": (_nullable(lambda v: _is_int(v) or isinstance(v, list)), "an integer, list or null"),
     "ranks": _OPT_LIST,
     "scaling_efficiency": _OPT_NUM,
-    "vs_published": _ANY,
+    "vs_published": (_nullable(lambda v: isinstance(v, dict)), "an object or null"),
     "mfu": _OPT_NUM,
     "precision_flags": _OPT_DICT,
     "warnings": _OPT_STR_LIST,
@@ -179,12 +190,24 @@ _TELEMETRY_OPTIONAL = {
         isinstance(k, str) and _list_of(_is_int)(x) for k, x in v.items())), "an object of integer lists or null"),
     "per_gpu": (_nullable(_list_of(lambda v: isinstance(v, dict))), "a list of objects or null"),
     "series_thinning": _OPT_DICT,
+    "gpu": _OPT_DICT,
+    # The raw readings the report draws: one list of numbers (null: not read) per column.
+    "series": (_nullable(lambda v: isinstance(v, dict) and all(
+        _list_of(_nullable(_is_number))(x) for x in v.values())), "an object of lists of numbers or null"),
+    "samples": (_nullable(_list_of(lambda v: isinstance(v, dict) and all(
+        _nullable(_is_number)(x) for x in v.values()))), "a list of objects of numbers or null"),
+}
+# `vs_published` as `dlbench run` stores it (analysis.ranking.vs_published); `dlbench results show` prints it.
+_VS_PUBLISHED_OPTIONAL = {
+    "gpu": _OPT_STR, "ratio": _OPT_NONNEG, "published_median_samples_per_s": _OPT_NONNEG,
+    "published_count": _OPT_NONNEG_INT, "rank": _OPT_POS_INT, "rank_of": _OPT_POS_INT, "sources": _OPT_STR_LIST,
+    "text": _OPT_STR, "reason": _OPT_STR,
 }
 # Who each GPU of a group's `per_gpu` is (besides the telemetry keys above).
 _PER_GPU_OPTIONAL = {
     **_TELEMETRY_OPTIONAL,
     "rank": _OPT_INT, "node_rank": _OPT_INT, "hostname": _OPT_STR, "device": _OPT_STR, "device_index": _OPT_INT,
-    "uuid": _OPT_STR, "name": _OPT_STR, "series": _OPT_DICT,
+    "uuid": _OPT_STR, "name": _OPT_STR,
 }
 
 
@@ -197,6 +220,8 @@ def _type_name(v: Any) -> str:
         return repr(v)
     if isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
         return f"{v} (too large for 64 bits)"
+    if isinstance(v, (int, float)):  # a number of the right type but out of range: say which
+        return f"{v!r}" if abs(v) <= _MAX_MAGNITUDE else f"{v!r} (beyond {_MAX_MAGNITUDE:g})"
     return {dict: "object", list: "list", str: "string", int: "integer", float: "number"}.get(type(v), type(v).__name__)
 
 
@@ -231,6 +256,8 @@ def _validate_result(result: Any, i: int) -> None:
         _check_keys(result["telemetry"], {}, _TELEMETRY_OPTIONAL, f"{where}telemetry.")
         for g, gpu in enumerate(result["telemetry"].get("per_gpu") or []):
             _check_keys(gpu, {}, _PER_GPU_OPTIONAL, f"{where}telemetry.per_gpu[{g}].")
+    if isinstance(result.get("vs_published"), dict):
+        _check_keys(result["vs_published"], {}, _VS_PUBLISHED_OPTIONAL, f"{where}vs_published.")
     if result["world_size"] < 1:
         raise DataError(f"{where}world_size: must be >= 1, got {result['world_size']}")
     step = result["step_time_s"]
@@ -238,15 +265,16 @@ def _validate_result(result: Any, i: int) -> None:
         for key in STEP_TIME_KEYS:
             if key not in step:
                 raise DataError(f"{where}step_time_s.{key}: missing (required key)")
-            if not _OPT_NUM[0](step[key]):
-                raise DataError(f"{where}step_time_s.{key}: expected {_OPT_NUM[1]}, got {_type_name(step[key])}")
+            if not _OPT_NONNEG[0](step[key]):
+                raise DataError(f"{where}step_time_s.{key}: expected {_OPT_NONNEG[1]}, got "
+                                f"{_type_name(step[key])}")
     for r, rep in enumerate(result["repeats"] or []):
         if not isinstance(rep, dict):
             raise DataError(f"{where}repeats[{r}]: expected an object, got {_type_name(rep)}")
         if "step_times_s" not in rep:
             raise DataError(f"{where}repeats[{r}].step_times_s: missing (required key)")
-        if not _list_of(_is_number)(rep["step_times_s"]):
-            raise DataError(f"{where}repeats[{r}].step_times_s: expected a list of finite numbers")
+        if not _list_of(lambda v: _is_number(v) and v >= 0)(rep["step_times_s"]):
+            raise DataError(f"{where}repeats[{r}].step_times_s: expected a list of finite numbers >= 0")
     if result["status"] == "ok" and result["samples_per_s"] is None:
         raise DataError(f"{where}samples_per_s: null although status is 'ok'")
 
