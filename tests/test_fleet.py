@@ -315,6 +315,18 @@ def test_select_documents_by_time_host_and_gpu():
     assert len(select_documents([*docs, docs[0]])) == 3  # a run given twice counts once
 
 
+
+def test_two_different_documents_under_one_run_id_are_refused_not_dropped():
+    # A result file copied and edited for another host keeps the run id: fleet would silently judge one of them.
+    import copy
+
+    first = node("node01")
+    copied = copy.deepcopy(first)
+    copied["environment"]["hostname"] = "node02"
+    with pytest.raises(BadInput, match=f"share run id {first['run_id']}.*node01.*node02"):
+        select_documents([first, copied, node("node03")])
+    assert len(select_documents([first, copy.deepcopy(first)])) == 1  # the same run from the store and a file
+
 def test_since_takes_a_duration():
     now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
     assert parse_since("7d", now) == now - timedelta(days=7)

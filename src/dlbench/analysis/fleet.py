@@ -36,6 +36,7 @@ from typing import Any
 from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
+from dlbench.errors import BadInput
 from dlbench.analysis.energy import gpu_label, gpus_of, usable
 from dlbench.analysis.ranking import canonical_gpu, result_gpu
 
@@ -81,14 +82,19 @@ def select_documents(docs: Iterable[dict[str, Any]], since: datetime | None = No
                      hosts: Iterable[str] = (), gpu: str | None = None) -> list[dict[str, Any]]:
     """The documents created at or after `since` (aware datetime), on a host matching one of the `hosts` globs
     (case-insensitive, as host names are) and on a GPU whose name contains `gpu` (case-insensitive, as
-    `dlbench results list --gpu`); each run once."""
+    `dlbench results list --gpu`); each run once (BadInput when two different documents share a run id)."""
     from dlbench.store.documents import parse_created_at
 
     globs = [h.lower() for h in hosts]
-    seen: set[str] = set()
+    seen: dict[Any, tuple] = {}
     out = []
     for doc in docs:
-        if doc.get("run_id") in seen:
+        rid = doc.get("run_id")
+        if rid in seen:
+            if seen[rid] != _identity(doc):  # the same run given twice is fine; two runs under one id are not
+                raise BadInput(f"two different result documents share run id {rid} (hosts "
+                               f"{', '.join(seen[rid][1]) or '?'} and {', '.join(_identity(doc)[1]) or '?'}): "
+                               "a copied result file? Give each run once, or import them to see which is which")
             continue
         if since is not None and parse_created_at(doc["created_at"]) < since:
             continue
@@ -97,9 +103,15 @@ def select_documents(docs: Iterable[dict[str, Any]], since: datetime | None = No
         names = [str(g.get("name") or "") for g in (doc.get("environment") or {}).get("gpus") or []]
         if gpu and not any(gpu.lower() in n.lower() for n in names):
             continue
-        seen.add(doc.get("run_id"))
+        seen[rid] = _identity(doc)
         out.append(doc)
     return out
+
+
+def _identity(doc: dict[str, Any]) -> tuple:
+    """What tells two copies of one run from two runs: when, where, and what was measured."""
+    return (doc.get("created_at"), tuple(hostnames(doc)),
+            tuple(r.get("samples_per_s") for r in doc.get("results") or []))
 
 
 # --- the report -------------------------------------------------------------------------------------------
