@@ -220,3 +220,12 @@ def test_cli_threshold_and_alpha_judge_the_fleet_section_as_dlbench_fleet_does(c
                          (["--alpha", "1.5"], "error: --alpha must be between 0 and 1, got 1.5")):
         code, out, err = run_cli(capsys, "report", "--host", "node*", *bad, "-o", str(tmp_path / "bad"))
         assert code == 2 and err.strip() == message and not (tmp_path / "bad").exists()
+
+
+def test_the_header_names_hosts_in_counting_order_whatever_order_the_runs_came_in():
+    from dlbench.report.html import _facts
+
+    runs = [{"hostname": h, "created_at": "2026-11-22T10:00:00Z", "gpus": "1x H100", "software": "torch 2.11"}
+            for h in ("node10", "node3", "Node2", "node1", "node3")]
+    hosts = next(card["v"] for card in _facts(runs * 2) if card["k"] == "Hosts")
+    assert hosts == "4 hosts: node1, Node2, \u2026 node10"

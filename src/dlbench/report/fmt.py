@@ -6,6 +6,7 @@ milliseconds, GB or TFLOP/s for people to read. None always prints as an em dash
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dlbench.analysis.configuration import compile_name  # noqa: F401 - the one wording, shown here too
@@ -21,6 +22,11 @@ WORKLOAD_NAMES = {
     "bert-base-mlm": "BERT base (MLM)",
     "bert-large-mlm": "BERT large (MLM)",
 }
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key that orders numbered names as people count them: node2 before node10, GPU-a before gpu-b."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
 
 
 def unit_of(result: dict[str, Any]) -> str:

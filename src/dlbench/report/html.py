@@ -170,7 +170,7 @@ def _facts(runs: list[dict[str, Any]]) -> list[dict[str, str]]:
             {"k": f"Run {run['short']}", "v": run["gpus"]}, {"k": "Software", "v": run["software"]},
             {"k": "Host \u00b7 created (UTC)", "v": f"{run['hostname'] or fmt.DASH} \u00b7 {when(run)}"})]
     times = sorted(when(r) for r in runs if r["created_at"])
-    hosts = list(dict.fromkeys(r["hostname"] for r in runs if r["hostname"]))
+    hosts = sorted({r["hostname"] for r in runs if r["hostname"]}, key=fmt.natural_key)  # "first, …, last"
     shown = ", ".join(hosts) if len(hosts) <= 3 else f"{hosts[0]}, {hosts[1]}, \u2026 {hosts[-1]}"
     return [
         {"k": "Runs \u00b7 created (UTC)",
