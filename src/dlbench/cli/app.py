@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(1)
         if os.environ.get("DLBENCH_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.errno is not None:  # the system said no (disk full, permissions)
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+            sys.exit(1)
         print(f"dlbench: internal error: {type(exc).__name__}: {exc} (set DLBENCH_DEBUG=1 for a traceback)",
               file=sys.stderr)
         sys.exit(1)
