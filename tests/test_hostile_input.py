@@ -295,10 +295,12 @@ def test_doctor_tells_apart_gpus_that_report_the_same_name_by_their_memory():
 
 
 @pytest.mark.parametrize("option, value", [("--timeout", "nan"), ("--timeout", "inf"), ("--max-wait", "nan"),
-                                           ("--max-wait", "inf"), ("--max-start-temp", "nan")])
-def test_run_non_finite_numbers_are_bad_input(capsys, option, value):
+                                           ("--max-wait", "inf"), ("--max-start-temp", "nan"),
+                                           ("--max-start-temp", "-1"), ("--max-start-temp", "0")])
+def test_run_impossible_numbers_are_bad_input(capsys, option, value):
     # --timeout nan/inf used to reach the planning child and come back as an internal error (exit 1);
-    # --max-wait nan and --max-start-temp nan were accepted and silently meant "never wait".
+    # --max-wait nan and --max-start-temp nan were accepted and silently meant "never wait"; --max-start-temp -1
+    # meant "wait --max-wait seconds before every configuration, then start anyway with a warning".
     assert_bad_input(*cli(capsys, "run", "--tiny", "-w", "resnet50", option, value), option)
 
 

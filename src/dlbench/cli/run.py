@@ -159,8 +159,9 @@ def run(
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
     if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (runner.measure seeds all three)
         raise BadInput(f"--seed must be between 0 and 2**32 - 1 ({2**32 - 1}), got {seed}")
-    if not math.isfinite(max_start_temp):
-        raise BadInput(f"--max-start-temp must be a finite temperature in C, got {max_start_temp}")
+    if not 0 < max_start_temp < math.inf:  # at or below 0 C no GPU ever gets there: every start would time out
+        raise BadInput(f"--max-start-temp must be a finite temperature in C above 0, got {max_start_temp} "
+                       "(--max-wait 0 starts without waiting)")
     if json_path is not None:
         check_writable(json_path)  # before the run, not after an hour of measuring
     err, out = console(stderr=True), table_console(min_width=130)
