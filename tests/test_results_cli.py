@@ -136,6 +136,21 @@ def test_peak_reserved_bytes_flows_to_export_and_show_json(capsys, tmp_path):
     assert code == 2 and "results[0].peak_reserved_bytes: expected an integer >= 0 or null, got string" in err
 
 
+
+def test_import_leaves_out_a_document_with_no_results(capsys, tmp_path):
+    # An interrupted run's file with "results": [] became `latest`, though dlbench run never stores one.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good, empty = store_docs.document(), store_docs.document()
+    empty["results"] = []
+    empty["created_at"] = "2099-01-01T00:00:00Z"  # newest: it would have become `latest`
+    (folder / "good.json").write_text(json.dumps(good))
+    (folder / "empty.json").write_text(json.dumps(empty))
+    code, out, _ = cli(capsys, "results", "import", str(folder))
+    assert code == 0 and "Imported 1 run(s); 0 already stored; 1 with no results left out (from 2 file(s))" in out
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    assert [run["run_id"] for run in json.loads(out)] == [good["run_id"]]
+
 def test_import_idempotent_then_malformed_folder_imports_nothing(capsys, tmp_path):
     good = tmp_path / "good"
     good.mkdir()

@@ -36,9 +36,9 @@ from typing import Any
 from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
-from dlbench.errors import BadInput
 from dlbench.analysis.energy import gpu_label, gpus_of, usable
 from dlbench.analysis.ranking import canonical_gpu, result_gpu
+from dlbench.errors import BadInput
 
 # dlbench's choice: same-model GPUs running the same software usually sit within a few percent of each other
 # (boost clock bins, airflow), so 5% stays clear of that spread while catching the losses worth fixing: seed 001

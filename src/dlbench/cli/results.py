@@ -288,8 +288,10 @@ def register(app: typer.Typer) -> None:
         elif summary["files"] == 0:
             typer.echo("No JSON documents found; nothing imported.")
         else:
-            typer.echo(f"Imported {summary['imported']} run(s); {summary['skipped']} already stored "
-                       f"(from {summary['files']} file(s)).")
+            empty = len(summary["empty_files"])
+            typer.echo(f"Imported {summary['imported']} run(s); {summary['skipped']} already stored"
+                       + (f"; {empty} with no results left out" if empty else "")
+                       + f" (from {summary['files']} file(s)).")
 
     @results_app.command("delete")
     def delete_cmd(

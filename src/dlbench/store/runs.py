@@ -130,8 +130,9 @@ class Store:
 
         Every file is validated before anything is written: one malformed or newer-schema file, or a file
         whose run is already stored with different content, rejects the whole import (`DataError` naming the
-        file). Runs already stored with the same content are skipped. Returns
-        `{"files", "imported", "skipped", "imported_run_ids", "skipped_run_ids"}`.
+        file). Runs already stored with the same content are skipped, and documents with no results (an
+        interrupted run's file) are left out. Returns
+        `{"files", "imported", "skipped", "imported_run_ids", "skipped_run_ids", "empty_files"}`.
         """
         files: list[Path] = []
         for source in sources:
@@ -144,11 +145,15 @@ class Store:
                 raise BadInput(f"{path}: no such file or folder")
         docs: dict[str, tuple[Path, dict]] = {}
         errors: list[str] = []
+        empty: list[str] = []
         for file in files:
             try:
                 doc = load_document(file)
             except DataError as exc:
                 errors.append(exc.format_message())
+                continue
+            if not doc["results"]:  # dlbench run never stores an empty run: it would only become `latest`
+                empty.append(str(file))
                 continue
             earlier = docs.get(doc["run_id"])
             if earlier is not None and earlier[1] != doc:
@@ -182,7 +187,7 @@ class Store:
             if file.resolve() != target.resolve():
                 write_json_atomic(target, doc)
         return {"files": len(files), "imported": len(imported), "skipped": len(skipped),
-                "imported_run_ids": imported, "skipped_run_ids": skipped}
+                "imported_run_ids": imported, "skipped_run_ids": skipped, "empty_files": empty}
 
     def delete_run(self, ref: str) -> str:
         """Delete a run (id, prefix or "latest") from the database and its JSON from the results folder."""
