@@ -75,6 +75,23 @@ def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     assert unsupported_reason(RunConfig("resnet50", compile="fast")).startswith("unknown compile mode 'fast'")
 
 
+def test_precision_and_compile_names_are_taken_in_any_case(capsys):
+    # Workload names were taken in any case, precisions not: `-p AMP-FP16` was "unknown precision".
+    from dlbench.analysis.estimate import estimate
+    from dlbench.cli.reference import filter_published
+    from dlbench.runner.config import check_compile_mode, check_precision
+    from dlbench.runner.plan import RunOptions, validate_options
+
+    assert check_precision(" AMP-FP16") == "amp-fp16" and check_compile_mode("Max-Autotune") == "max-autotune"
+    options = validate_options(RunOptions(precisions=["TF32", "amp-BF16"], compile_modes=["Default"]))
+    assert options.precisions == ["tf32", "amp-bf16"] and options.compile_modes == ["default"]
+    config = RunConfig("resnet50", precision="AMP-FP16", compile="OFF")
+    assert (config.precision, config.compile) == ("amp-fp16", "off")
+    assert estimate("A100 SXM4 80GB", "resnet50", "TF32").precision == "tf32"
+    assert filter_published(workload="resnet50", precision="AMP-FP16") == filter_published(
+        workload="resnet50", precision="amp-fp16") != []
+
+
 def _imported_modules(path: Path) -> set[str]:
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):

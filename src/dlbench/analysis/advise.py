@@ -138,7 +138,7 @@ def advise(
     from dlbench import catalog
 
     workload = est.check_workload(workload)
-    est.check_precision(precision)
+    precision = est.check_precision(precision)
     costs.check_positive("electricity price", electricity_price_usd_per_kwh)
     costs.check_utilization(utilization)
     costs.check_positive("years", years)

@@ -31,17 +31,20 @@ COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-over
 
 
 def check_precision(name: str) -> str:
-    """`name` if it is a dlbench precision, else BadInput naming the valid ones."""
-    if name not in PRECISIONS:
+    """The dlbench precision `name` names, in any case (`AMP-FP16` is `amp-fp16`), else BadInput naming the
+    valid ones."""
+    canonical = name.strip().lower()
+    if canonical not in PRECISIONS:
         raise BadInput(f"unknown precision {name!r}; choose from: {', '.join(PRECISIONS)}")
-    return name
+    return canonical
 
 
 def check_compile_mode(name: str) -> str:
-    """`name` if it is a torch.compile mode dlbench runs, else BadInput naming the valid ones."""
-    if name not in COMPILE_MODES:
+    """The torch.compile mode dlbench runs that `name` names, in any case, else BadInput naming the valid ones."""
+    canonical = name.strip().lower()
+    if canonical not in COMPILE_MODES:
         raise BadInput(f"unknown compile mode {name!r}; choose from: {', '.join(COMPILE_MODES)}")
-    return name
+    return canonical
 
 
 # What a missing field means (older documents and rows leave them out).

@@ -122,7 +122,7 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
     spec = resolve(gpu)
     name = gpu_name(spec)
     workload = check_workload(workload)
-    check_precision(precision)
+    precision = check_precision(precision)
     if not 1 <= num_gpus <= MAX_GPUS:
         raise BadInput(f"estimates cover 1 to {MAX_GPUS} GPUs (--gpus; one machine: the published results and "
                        f"the seeds' scaling factors go no further), got {num_gpus}")

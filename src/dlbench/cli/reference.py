@@ -46,7 +46,7 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
 
     rows = load_published_rows() if published is None else published
     if precision is not None:
-        check_precision(precision)
+        precision = check_precision(precision)
         rows = [r for r in rows if r.precision == precision]
     if workload is not None:  # any case, as `dlbench run -w` takes it; a known one with nothing published is no error
         from dlbench.analysis.points import check_workload

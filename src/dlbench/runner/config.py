@@ -42,6 +42,13 @@ class RunConfig:
     flavour: str = "full"
     world_size: int = 1
 
+    def __post_init__(self) -> None:
+        # Precision and compile names in any case, as on the command line (`AMP-FP16` is `amp-fp16`).
+        for name in ("precision", "compile"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, value.strip().lower())
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -172,10 +172,8 @@ MAX_COUNT = 1_000_000
 
 def validate_options(options: RunOptions) -> RunOptions:
     """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
-    for name in options.precisions:
-        check_precision(name)
-    for name in options.compile_modes:
-        check_compile_mode(name)
+    options.precisions = [check_precision(name) for name in options.precisions]  # any case, as workloads
+    options.compile_modes = [check_compile_mode(name) for name in options.compile_modes]
     options.batch_size = parse_batch_size(options.batch_size)
     for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--timeout", options.timeout_s)):
