@@ -86,3 +86,17 @@ def test_written_files_get_the_umask_permissions_not_private_ones(tmp_path):
     finally:
         os.umask(old)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["doc.json", "private.json"]
+
+
+def test_a_mount_that_refuses_chmod_still_gets_the_file_and_no_temp_is_left(tmp_path, monkeypatch):
+    import os
+
+    path = write_json_atomic(tmp_path / "doc.json", {"a": 1})
+
+    def refuse(fd, mode):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchmod", refuse)
+    write_json_atomic(path, {"a": 2})
+    assert read_json(path) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.json"]

@@ -7,6 +7,7 @@ one line: indented one number a line, such lists made up most of a result docume
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -66,7 +67,8 @@ def _create_temp(path: Path) -> tuple[int, str]:
         except FileExistsError:
             continue
         if mode is not None:
-            os.fchmod(fd, mode)
+            with contextlib.suppress(OSError):  # best effort: some mounts (CIFS, FUSE) refuse chmod
+                os.fchmod(fd, mode)
         return fd, tmp
 
 
