@@ -162,6 +162,21 @@ def test_a_json_copy_that_cannot_be_written_at_the_end_loses_nothing(tmp_path):
     store.close()
 
 
+
+def test_a_refused_json_copy_does_not_claim_the_database_has_the_run_when_it_has_not(tmp_path):
+    from dlbench.cli.run import RunSaver
+
+    garbage = tmp_path / "not-a-db.sqlite"
+    garbage.write_bytes(b"this is not an SQLite file" * 100)
+    warnings: list[str] = []
+    saver = RunSaver(db_url=f"sqlite:///{garbage}", on_warning=warnings.append)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    saver.save(store_docs.document(), blocker / "x.json")
+    saver.close()
+    (copy_error,) = [w for w in warnings if w.startswith("error: --json")]
+    assert "results database" not in copy_error and any("database" in w for w in warnings if w != copy_error)
+
 def test_results_show_prints_the_scaling_table_run_printed(capsys):
     # README: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
     # the data-parallel scaling table (ideal samples/s, efficiency), which `results show` left out.

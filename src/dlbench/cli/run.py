@@ -55,8 +55,9 @@ class RunSaver:
             except OSError as exc:
                 self.json_failed = True
                 if self.on_warning is not None:
+                    stored = "" if self._failed else " and the results database"
                     self.on_warning(f"error: --json {json_path}: cannot write ({exc.strerror or exc}); the run is "
-                                    f"saved in {written[0]} and the results database")
+                                    f"saved in {written[0]}{stored}")
         return written
 
     def _save_to_store(self, document: dict[str, Any], json_file: Path) -> None:
