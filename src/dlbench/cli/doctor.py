@@ -11,7 +11,6 @@ parses, calls and prints.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -77,24 +76,9 @@ def machine(as_json: bool, load: bool = True, nvml: Any = None, torch_info: Any 
 # --- a stored run --------------------------------------------------------------------------------------------
 
 
-def load_run(ref: str, db: str | None) -> dict[str, Any]:
-    """A result document from a JSON file (validated as the store would) or from the store."""
-    path = Path(ref)
-    if path.suffix == ".json" or path.is_file():
-        from dlbench.errors import BadInput
-        from dlbench.store.documents import load_document
-
-        if not path.is_file():
-            raise BadInput(f"no such result file: {ref}")
-        return load_document(path)
-    from dlbench.store import open_store
-
-    with open_store(db) as store:
-        return store.get_run(ref)
-
-
 def explain(ref: str, as_json: bool, db: str | None) -> None:
     from dlbench.analysis.diagnose import diagnose
+    from dlbench.cli._runs import load_run
 
     report = diagnose(load_run(ref, db))
     if as_json:
