@@ -115,3 +115,16 @@ def test_analysis_imports_neither_runner_nor_report_nor_torch():
             offenders[path.name] = bad
     assert offenders == {}
 
+
+
+def test_reference_filter_takes_a_workload_that_only_the_given_rows_hold():
+    import dataclasses
+
+    from dlbench.cli.reference import filter_published
+    from dlbench.errors import BadInput
+    from dlbench.reference import load_published
+
+    row = dataclasses.replace(load_published()[0], workload="gpt2-small")
+    assert filter_published(workload="GPT2-small", published=[row]) == [row]
+    with pytest.raises(BadInput, match="unknown workload"):
+        filter_published(workload="gpt3", published=[row])

@@ -51,7 +51,8 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
     if workload is not None:  # any case, as `dlbench run -w` takes it; a known one with nothing published is no error
         from dlbench.analysis.points import check_workload
 
-        workload = check_workload(workload)
+        given = {r.workload for r in rows}  # the rows given may hold workloads the packaged table does not
+        workload = workload.strip().lower() if workload.strip().lower() in given else check_workload(workload)
         rows = [r for r in rows if r.workload == workload]
     if gpu is not None:
         from dlbench.catalog import resolve
