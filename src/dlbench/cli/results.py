@@ -247,9 +247,9 @@ def register(app: typer.Typer) -> None:
         out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):
             out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
-        if len({r.get("world_size") for r in doc["results"] if r.get("status") == "ok"}) > 1:  # as `run --gpus 1,2`
-            from dlbench.report.scaling_table import scaling_table
+        from dlbench.report.scaling_table import has_scaling, scaling_table
 
+        if has_scaling(doc["results"]):  # as `run --gpus 1,2` printed it
             out.print(scaling_table(doc["results"]))
         telemetry = _telemetry_table(doc, out.width)
         if telemetry is not None:

@@ -255,9 +255,9 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
-        if len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1:  # `--gpus 1,2,...`
-            from dlbench.report.scaling_table import scaling_table
+        from dlbench.report.scaling_table import has_scaling, scaling_table
 
+        if has_scaling(results):  # `--gpus 1,2,...`
             out.print(scaling_table(results))
     err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,
               markup=False, soft_wrap=True)  # paths whole: not markup, not broken across lines

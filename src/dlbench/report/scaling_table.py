@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def has_scaling(results: list[dict[str, Any]]) -> bool:
+    """Whether the results measured one thing at several device counts (`dlbench run --gpus 1,2,4`)."""
+    return len({r.get("world_size") for r in results if r.get("status") == "ok"}) > 1
+
+
 def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel scaling (batch size per device)"):
     """A rich Table: configuration, devices, global batch, samples/s, ideal samples/s, efficiency."""
     from rich import box

@@ -221,8 +221,8 @@ def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
     """The device that `requested` names in this process: `auto` → a CUDA (or ROCm) GPU, else mps, else cpu; a
     bare `cuda` → `cuda:<current CUDA device>`; anything else unchanged (`check_device` says whether it exists).
 
-    dlbench's only resolver of `auto`, for the planner (with the facts its child process detected) and for code
-    that measures here (`facts` None: detected in this process when needed). "Current" is torch's own meaning of
+    dlbench's only resolver of `auto` for measuring (`dlbench comm` picks just its group backend, cuda or cpu),
+    for the planner (with the facts its child process detected) and for code that measures here (`facts` None: detected in this process when needed). "Current" is torch's own meaning of
     a bare "cuda": device 0 in a fresh process, which is every planner and worker process, i.e. the first GPU
     that CUDA_VISIBLE_DEVICES leaves visible; and in a program that calls `measure()` itself, the device its
     `torch.cuda.set_device` chose. Ranks under torchrun do not depend on it: `distributed.rank_device` maps any
