@@ -377,6 +377,14 @@ def test_fused_optimizer_is_rebuilt_on_foreach_keeping_class_hyperparameters_and
     assert rebuilt.defaults["lr"] == 3e-4 and rebuilt.defaults["weight_decay"] == 0.02
     assert [id(p) for p in rebuilt.param_groups[0]["params"]] == [id(p) for p in model.parameters()]
 
+    # Parameter groups keep their own settings (a no-decay group for biases).
+    grouped = torch.optim.AdamW([{"params": [model.weight]}, {"params": [model.bias], "weight_decay": 0.0}],
+                                lr=1e-3, weight_decay=0.1, fused=True)
+    rebuilt, _ = without_fused_kernel(grouped)
+    assert [g["weight_decay"] for g in rebuilt.param_groups] == [0.1, 0.0]
+    assert [g["params"] for g in rebuilt.param_groups] == [[model.weight], [model.bias]]
+    assert all(g["fused"] is False and g["foreach"] is True for g in rebuilt.param_groups)
+
 
 
 @pytest.mark.parametrize(("device_type", "with_scaler", "expected"),

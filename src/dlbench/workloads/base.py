@@ -183,7 +183,7 @@ def make_optimizer(cls: Any, params: Any, device: Any, **kwargs: Any) -> tuple[A
 
 
 def without_fused_kernel(optimizer: Any) -> tuple[Any, str]:
-    """The same optimizer (class, hyper-parameters, parameters) rebuilt on the multi-tensor `foreach` path.
+    """The same optimizer (class, hyper-parameters, parameter groups) rebuilt on the multi-tensor `foreach` path.
 
     For MPS with a GradScaler: before pytorch/pytorch#186360 (June 2026) the fused Metal kernels ignored the
     scaler's `grad_scale` and `found_inf`, so a fused step on MPS trained on still-scaled gradients and did not
@@ -194,9 +194,11 @@ def without_fused_kernel(optimizer: Any) -> tuple[Any, str]:
 
     cls = type(optimizer)
     accepted = inspect.signature(cls.__init__).parameters  # defaults may hold keys __init__ does not take
-    params = [p for group in optimizer.param_groups for p in group["params"]]
+    unfused = {"fused": False, "foreach": True}
     defaults = {k: v for k, v in optimizer.defaults.items() if k in accepted}
-    return cls(params, **{**defaults, "fused": False, "foreach": True}), "foreach"
+    groups = [{**{k: v for k, v in group.items() if k == "params" or k in accepted}, **unfused}
+              for group in optimizer.param_groups]  # each group keeps its own settings (a no-decay group)
+    return cls(groups, **{**defaults, **unfused}), "foreach"
 
 
 def optimizer_for_scaler(optimizer: Any, impl: str, device_type: str, scaler: Any) -> tuple[Any, str]:
