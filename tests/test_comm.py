@@ -42,7 +42,7 @@ def test_bus_factors_follow_nccl_tests():
 
 
 @pytest.mark.parametrize("args", [["--sizes", "1Q"], ["--ops", "alltoall"], ["--iters", "0"],
-                                  ["--device", "tpu"]])
+                                  ["--device", "tpu"], ["--timeout", "nan"], ["--timeout", "inf"]])
 def test_cli_bad_input_exits_2(args, capsys):
     argv = ["comm", *args] if "--device" in args else ["comm", "--device", "cpu", *args]
     with pytest.raises(SystemExit) as exit_info:

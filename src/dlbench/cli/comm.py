@@ -8,6 +8,7 @@ nccl-tests defines them, and on NVIDIA GPUs the NVML topology (peer-to-peer, NVL
 
 from __future__ import annotations
 
+import math
 import sys
 
 import typer
@@ -81,8 +82,8 @@ def comm_command(
         raise BadInput(f"--iters must be positive, not {iters}")
     if warmup < 0:
         raise BadInput(f"--warmup must not be negative, not {warmup}")
-    if timeout <= 0:
-        raise BadInput(f"--timeout must be positive, not {timeout:g}")
+    if not 0 < timeout < math.inf:  # nan compares False; inf overflows the process group's timedelta
+        raise BadInput(f"--timeout must be a positive finite number of seconds, not {timeout:g}")
     op_list = parse_ops(ops)
     dist_env = detect()
     dev = _resolve_device(device)
