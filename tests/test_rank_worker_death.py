@@ -56,3 +56,47 @@ def test_rank_worker_exits_when_its_parent_is_already_gone(tmp_path):
     else:
         os.kill(pid, 9)
         pytest.fail("the rank worker outlived its parent")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+def test_a_killed_dlbench_takes_its_launcher_and_ranks_along():
+    # Found by the multi-process QA pass: `dlbench comm` (and `dlbench run --gpus 2`) killed with SIGKILL, or comm
+    # stopped by SIGTERM, left torchrun's launcher and both ranks running under init: the ranks die with their
+    # launcher, but nothing tied the launcher to dlbench.
+    import signal
+    import uuid
+
+    from _dist_helpers import env, processes_with
+
+    marker = uuid.uuid4().hex
+    parent = subprocess.Popen([sys.executable, "-m", "dlbench", "comm", "--device", "cpu", "--gpus", "2",
+                               "--sizes", "1K..1M", "--iters", "1000000", "--json"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=env(DLBENCH_TEST_MARKER=marker))
+    try:
+        deadline = time.monotonic() + 120
+        while sum("rank_worker" in _cmdline(p) for p in processes_with(marker)) < 2:
+            assert parent.poll() is None and time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.2)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 15
+        while (left := processes_with(marker)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert left == [], f"left behind: {[_cmdline(p) for p in left]}"

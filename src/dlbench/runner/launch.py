@@ -2,13 +2,13 @@
 `dlbench comm --gpus 2`.
 
 `run_group(job, nproc, timeout_s)` runs `python -m torch.distributed.run --standalone --nproc-per-node N
--m dlbench.runner.rank_worker JOB.json` (standalone: a c10d rendezvous on a free local port) in its own session
-and waits for it. Each rank writes a small status file (`rank-<r>.json`: pid, phase, progress, status, error);
+-m dlbench.runner.rank_worker JOB.json` (standalone: a c10d rendezvous on a free local port; through
+`dlbench.runner.launcher`, which ties the launcher's life to this process) in its own session and waits for it. Each rank writes a small status file (`rank-<r>.json`: pid, phase, progress, status, error);
 rank 0 writes the result. When the launcher returns non-zero, or the configuration's timeout expires, the whole
 process tree is torn down (SIGTERM to the launcher, which stops its workers, then SIGKILL to anything still
 alive) and the outcome names the failed rank and why, from the ranks' status files and torchrun's failure
-summary. Workers also ask the kernel to kill them if the launcher dies (Linux `PR_SET_PDEATHSIG`), so no process
-outlives the group.
+summary. The launcher asks the kernel to kill it if this process dies, and the workers to kill them if the
+launcher dies (Linux `PR_SET_PDEATHSIG`), so no process outlives the group, even when dlbench itself is killed.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ class GroupOutcome:
 
 
 def torchrun_command(nproc: int, job_path: Path, monitor_interval_s: float = 0.5) -> list[str]:
-    """The launcher command line for one group on this machine."""
+    """The launcher command line for one group on this machine: torchrun, dying with this process."""
     return [
-        sys.executable, "-m", "torch.distributed.run",
+        sys.executable, "-m", "dlbench.runner.launcher",
         "--standalone",
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
