@@ -155,6 +155,21 @@ def test_hang_names_the_rank_outside_collectives(tmp_path):
     assert "rank 1 was stuck in forward (my_model.py:12)" in outcome.error
 
 
+def test_a_launcher_killed_by_a_signal_is_named_so(tmp_path):
+    # The launcher itself SIGKILLed (the OOM killer, an operator's kill -9) before torchrun could print a summary;
+    # the ranks then die with it and report nothing. It read "the launcher exited with code -9 before the group
+    # finished: " (a dangling colon, no signal named).
+    ranks = {0: _status(tmp_path, 0, phase="measure", done=0, total=300, status="running"),
+             1: _status(tmp_path, 1, phase="measure", done=0, total=300, status="running")}
+    outcome = _outcome(-9, False, 600, tmp_path, ranks, "", 2)
+    assert outcome.status == "error" and outcome.signal == "SIGKILL" and outcome.failed_rank is None
+    assert outcome.error.startswith("the launcher was killed by SIGKILL before the group finished")
+    assert "rank 0 (measure 0/300)" in outcome.error and not outcome.error.rstrip().endswith(":")
+    # An exit code without a summary still quotes the launcher's last line, and only when there is one.
+    assert _outcome(1, False, 600, tmp_path, ranks, "", 2).error.rstrip()[-1] != ":"
+    assert _outcome(1, False, 600, tmp_path, ranks, "usage: torchrun ...\n", 2).error.endswith("usage: torchrun ...")
+
+
 @pytest.mark.parametrize("value", ["0", "two", "1,,-1"])
 def test_run_gpus_bad_input_exits_2(value, capsys):
     from dlbench.cli.app import main

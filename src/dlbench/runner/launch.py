@@ -339,9 +339,15 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     if reported:
         r = sorted(reported)[0]
         return fail(reported[r]["status"], f"rank {r} failed: {reported[r].get('error')}", r)
+    where = ", ".join(_where(r, ranks.get(r)) for r in range(nproc))
+    if returncode is not None and returncode < 0:  # the launcher itself was killed (OOM killer, kill -9)
+        name = signal_name(-returncode)
+        hint = "; the system may have run out of memory" if -returncode == signal.SIGKILL else ""
+        return fail("error", f"the launcher was killed by {name} before the group finished ({where}){hint}",
+                    None, name)
     last_line = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "")
-    return fail("error", f"the launcher exited with code {returncode} before the group finished: "
-                         f"{last_line[:300]}", None)
+    return fail("error", f"the launcher exited with code {returncode} before the group finished ({where})"
+                         + (f": {last_line[:300]}" if last_line else ""), None)
 
 
 def _phase(status: dict[str, Any] | None) -> str:
