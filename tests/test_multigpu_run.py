@@ -210,3 +210,17 @@ def test_run_joined_missing_rank_gives_clear_error(isolated_home):
     assert proc.returncode == 1, proc.stderr
     assert "could not join the process group" in proc.stderr and "check that every node was started" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_batch_size_auto_under_torchrun_is_refused(isolated_home):
+    # It was ignored in silence: every rank measured the workload's default batch, the stored note still said
+    # "the search doubles up to 4096", and the result showed no "(auto)". A search cannot run inside a launched
+    # group (each probe is a fresh one-device process, and every node would have to agree on the size).
+    proc = subprocess.run([sys.executable, "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
+                           "--batch-size", "auto", *STEPS], capture_output=True, text=True, timeout=120,
+                          env=_env(isolated_home, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0",
+                                   MASTER_ADDR="127.0.0.1", MASTER_PORT=_LONE_STORE_PORT))
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert line.startswith("error: --batch-size auto") and "--batch-size N" in line
+    assert not (isolated_home / "results").exists() or _stored(isolated_home) == []

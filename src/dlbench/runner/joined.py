@@ -41,6 +41,10 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
     from dlbench.runner.rank_worker import classify
     from dlbench.runner.sweep import SweepObserver
 
+    if options.batch_size == "auto":  # before the plan says a search will run
+        raise BadInput("--batch-size auto does not work under torchrun: its search runs each probe in a fresh "
+                       "one-device process, and every rank of the group must train the same batch; find the size "
+                       "with `dlbench run --batch-size auto` on one GPU, then give it as --batch-size N")
     main = dist_env.is_main
     ignored_gpus = options.gpus is not None
     options = replace(options, gpus=None)  # the launch decides the device count
