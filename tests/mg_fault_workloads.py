@@ -2,7 +2,8 @@
 
 `mg-tiny`: a two-layer perceptron that trains in milliseconds on a CPU.
 `mg-kill-rank`: the same, but the rank named by DLBENCH_FAULT_RANK (default 1) SIGKILLs itself at its third
-training step. `mg-hang-rank`: that rank sleeps for an hour at its third step instead.
+training step. `mg-hang-rank`: that rank sleeps for an hour at its third step instead. `mg-hang-all`: every rank
+does (a run to interrupt while each rank waits in Python, not in a collective).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class TinyMlp(Workload):
             def forward(self, x, y):
                 if fault and x.device.type != "meta":
                     self.calls += 1
+                    if self.calls == 3 and fault == "hang-all":
+                        time.sleep(3600)
                     if self.calls == 3 and os.environ.get("RANK") == os.environ.get("DLBENCH_FAULT_RANK", "1"):
                         if fault == "kill":
                             os.kill(os.getpid(), signal.SIGKILL)
@@ -65,3 +68,4 @@ class TinyMlp(Workload):
 register(TinyMlp("mg-tiny"))
 register(TinyMlp("mg-kill-rank", fault="kill"))
 register(TinyMlp("mg-hang-rank", fault="hang"))
+register(TinyMlp("mg-hang-all", fault="hang-all"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -112,6 +113,39 @@ def test_torchrun_two_processes_store_one_run(isolated_home, tmp_path):
     tel = result["telemetry"]
     assert [g["rank"] for g in tel["per_gpu"]] == [0, 1] and tel["throttle_reason_ranks"] == {"sw_thermal_slowdown": [1]}
     assert tel["power_mean_w"] == pytest.approx(sum(g["power_mean_w"] for g in tel["per_gpu"]))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_torchrun_run_keeps_what_was_measured_and_says_so(isolated_home, tmp_path, signum):
+    # Ctrl-C (or SIGTERM) reaches torchrun's agent, which forwards it to every rank. Rank 1 printed "interrupted"
+    # as rank 0 did, and the stored run kept its "in progress: 1 of 2 configurations done" note for good (with
+    # SIGTERM, rank 0 died without a word).
+    log_path = tmp_path / "torchrun.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                                 "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", "-w", "mg-hang-all",
+                                 *STEPS], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=_env(isolated_home), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while not any(d["results"] for d in _stored(isolated_home)):
+            assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text(errors="replace")
+            time.sleep(0.2)
+        time.sleep(2)  # both ranks reach their sleep in the second configuration
+        os.kill(proc.pid, signum)
+        proc.wait(timeout=60)
+    finally:
+        tear_down(proc)
+    output = log_path.read_text(errors="replace")
+    (doc,) = _stored(isolated_home)
+    assert [r["workload"] for r in doc["results"]] == ["mg-tiny"], output
+    name = signal.Signals(signum).name
+    assert f"interrupted ({name}) after 1 of 2 configurations" in doc["notes"], (doc["notes"], output)
+    assert not any(note.startswith("in progress") for note in doc["notes"])
+    # Rank 0 alone says so; the stored run is the one it names.
+    assert [ln for ln in output.splitlines() if ln.startswith("interrupted")] == [
+        "interrupted: 1 configuration(s) not measured"], output
+    assert f"{doc['run_id']}.json" in output
 
 
 # A node that is missing fails its rendezvous after this long (torch's default is 600 s); the other node starts once

@@ -45,76 +45,89 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
         raise BadInput("--batch-size auto does not work under torchrun: its search runs each probe in a fresh "
                        "one-device process, and every rank of the group must train the same batch; find the size "
                        "with `dlbench run --batch-size auto` on one GPU, then give it as --batch-size N")
+    from dlbench.runner.sweep import Interrupted, signals_raise_interrupted
+
     main = dist_env.is_main
-    ignored_gpus = options.gpus is not None
-    options = replace(options, gpus=None)  # the launch decides the device count
-    facts = DeviceFacts.detect()
-    plan = build_plan(options, facts)
-    notes = list(plan.notes)
-    notes.append(f"started by torchrun: {dist_env.world_size} processes, rank 0 reports; "
-                 + (global_batch_note([dist_env.world_size], plan.device) or "one process"))
-    if ignored_gpus:
-        notes.append("--gpus ignored: under torchrun the launch (--nproc-per-node, --nnodes) sets the device count")
-    environment = None
-    if main:
-        from dlbench.telemetry.environment import collect
-
-        environment = collect()
-        for note in notes:
-            err.print(f"[bold]{note}[/bold]", highlight=False)
-
-    run_id, created_at = new_run_id(), utc_now_iso()
-    command = ["dlbench", *sys.argv[1:]]
     results: list[dict[str, Any]] = []
-
-    def document(extra_notes: list[str]) -> dict[str, Any]:
-        add_scaling_efficiency(results)
-        return build_document(results, environment, run_id=run_id, command=command, notes=[*notes, *extra_notes],
-                              created_at=created_at)
-
-    observer = SweepObserver()
+    state: dict[str, Any] = {}  # what an interruption needs: the plan and the document builder, once made
     display = None
-    if main and not quiet:
-        from dlbench.report.progress import RichProgress
-
-        display = RichProgress(err).__enter__()
-        observer = display
-    total = len(plan.items)
-    observer.sweep_started(total)
     try:
-        for index, item in enumerate(plan.items):
-            config = replace(item.config, world_size=dist_env.world_size)
-            observer.config_started(index, total, config)
-            extra: dict[str, Any] = {"unit": item.unit}
-            if item.skip_reason:
-                result = make_result(config, "skipped", item.skip_reason, extra=extra)
-            else:
-                sampler, telemetry_reason = rank_sampler(dist_env, config.device)  # every rank its own GPU
-                try:
-                    combined = measure_distributed(config, dist_env, progress=observer.progress, sampler=sampler,
-                                                   timeout_s=item.timeout_s or DEFAULT_TIMEOUT_S,
-                                                   telemetry_reason=telemetry_reason)
-                except (BadInput, RendezvousTimeout):
-                    raise
-                except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
-                    status, message = classify(exc, config)
-                    failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
-                    _fail(dist_env, message, results, failed, document, finish_run, json_path)
-                extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
-                extra["telemetry_reason"] = combined.pop("telemetry_reason", None)
-                group_warnings = combined.pop("warnings", None) or []
-                result = make_result(config, "ok", None, combined, extra=extra)
-                result["warnings"] = [*result.get("warnings", []), *group_warnings]
-            results.append(result)
-            observer.config_finished(index, result)
+        # torchrun forwards Ctrl-C and SIGTERM to every rank: raise Interrupted so that rank 0 stores the run as
+        # interrupted and the other ranks leave quietly.
+        with signals_raise_interrupted():
+            ignored_gpus = options.gpus is not None
+            options = replace(options, gpus=None)  # the launch decides the device count
+            facts = DeviceFacts.detect()
+            plan = build_plan(options, facts)
+            notes = list(plan.notes)
+            notes.append(f"started by torchrun: {dist_env.world_size} processes, rank 0 reports; "
+                         + (global_batch_note([dist_env.world_size], plan.device) or "one process"))
+            if ignored_gpus:
+                notes.append("--gpus ignored: under torchrun the launch (--nproc-per-node, --nnodes) sets the "
+                             "device count")
+            environment = None
             if main:
-                finish_run(document([f"in progress: {len(results)} of {total} configurations done"]))
+                from dlbench.telemetry.environment import collect
+
+                environment = collect()
+                for note in notes:
+                    err.print(f"[bold]{note}[/bold]", highlight=False)
+
+            run_id, created_at = new_run_id(), utc_now_iso()
+            command = ["dlbench", *sys.argv[1:]]
+
+            def document(extra_notes: list[str]) -> dict[str, Any]:
+                add_scaling_efficiency(results)
+                return build_document(results, environment, run_id=run_id, command=command,
+                                      notes=[*notes, *extra_notes], created_at=created_at)
+
+            state.update(plan=plan, document=document)
+            observer = SweepObserver()
+            if main and not quiet:
+                from dlbench.report.progress import RichProgress
+
+                display = RichProgress(err).__enter__()
+                observer = display
+            total = len(plan.items)
+            observer.sweep_started(total)
+            for index, item in enumerate(plan.items):
+                config = replace(item.config, world_size=dist_env.world_size)
+                observer.config_started(index, total, config)
+                extra: dict[str, Any] = {"unit": item.unit}
+                if item.skip_reason:
+                    result = make_result(config, "skipped", item.skip_reason, extra=extra)
+                else:
+                    sampler, telemetry_reason = rank_sampler(dist_env, config.device)  # every rank its own GPU
+                    try:
+                        combined = measure_distributed(config, dist_env, progress=observer.progress,
+                                                       sampler=sampler, timeout_s=item.timeout_s or DEFAULT_TIMEOUT_S,
+                                                       telemetry_reason=telemetry_reason)
+                    except (BadInput, RendezvousTimeout):
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
+                        status, message = classify(exc, config)
+                        failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
+                        _fail(dist_env, message, results, failed, document, finish_run, json_path)
+                    extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
+                    extra["telemetry_reason"] = combined.pop("telemetry_reason", None)
+                    group_warnings = combined.pop("warnings", None) or []
+                    result = make_result(config, "ok", None, combined, extra=extra)
+                    result["warnings"] = [*result.get("warnings", []), *group_warnings]
+                results.append(result)
+                observer.config_finished(index, result)
+                if main:
+                    finish_run(document([f"in progress: {len(results)} of {total} configurations done"]))
     except RendezvousTimeout as exc:
         if display is not None:
             display.__exit__(None, None, None)
             display = None
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Interrupted as exc:
+        if display is not None:
+            display.__exit__(None, None, None)
+            display = None
+        return _interrupted(exc, dist_env, results, state, err, out, json_path, finish_run)
     finally:
         if display is not None:
             display.__exit__(None, None, None)
@@ -123,6 +136,30 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
         return 0
     written = finish_run(document([]), json_path)
     return _print(results, plan, dist_env, written, err, out)
+
+
+def _interrupted(exc, dist_env: DistEnv, results, state, err, out, json_path, finish_run) -> int:
+    """Ctrl-C or SIGTERM (torchrun forwards both to every rank): rank 0 stores what was measured, noted as
+    interrupted, as `dlbench run` does; the other ranks leave without a word. The exit code is 128 + the signal."""
+    import signal
+
+    code = 128 + int(exc.signum)
+    if not dist_env.is_main:
+        return code
+    if not results:  # nothing was saved yet, and an empty run would only become "latest"
+        err.print(f"interrupted ({exc}) before any configuration finished: nothing was measured, nothing stored",
+                  highlight=False)
+        return code
+    plan = state["plan"]
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short by a second Ctrl-C
+    try:
+        written = finish_run(state["document"]([f"interrupted ({exc}) after {len(results)} of {len(plan.items)} "
+                                                "configurations"]), json_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    _print(results, plan, dist_env, written, err, out)
+    err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
+    return code
 
 
 def _fail(dist_env: DistEnv, message: str, results, failed, document, finish_run, json_path) -> None:

@@ -252,7 +252,7 @@ def run_sweep(plan: Plan, observer: SweepObserver | None = None,
     # so `--gpus 1,2,4 --batch-size auto` searches once per configuration and the other counts reuse it.
     searches: dict[RunConfig, Any] = {}
     try:
-        with _signals_raise_interrupted():
+        with signals_raise_interrupted():
             for index, item in enumerate(plan.items):
                 config = item.config
                 observer.config_started(index, total, config)
@@ -329,7 +329,7 @@ def _measure_one(config: RunConfig, timeout_s: float, observer: SweepObserver,
 
 
 @contextlib.contextmanager
-def _signals_raise_interrupted():
+def signals_raise_interrupted():
     """SIGINT and SIGTERM raise `Interrupted` in the main thread while the sweep runs (then restored)."""
     if threading.current_thread() is not threading.main_thread():
         yield
