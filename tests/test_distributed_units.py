@@ -170,6 +170,27 @@ def test_a_launcher_killed_by_a_signal_is_named_so(tmp_path):
     assert _outcome(1, False, 600, tmp_path, ranks, "usage: torchrun ...\n", 2).error.endswith("usage: torchrun ...")
 
 
+def test_a_torchrun_rank_blames_a_lost_peer_or_a_collective_timeout_on_the_group():
+    from dlbench.runner.config import RunConfig
+    from dlbench.runner.joined import rank_failure
+
+    config = RunConfig("resnet50", batch_size=8, device="cpu", world_size=2)
+    reset = RuntimeError("[/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:545] Read error [127.0.0.1]:37515: "
+                         "Connection reset by peer. This is typically caused by a remote worker hanging or bugs")
+    status, error = rank_failure(reset, config, rank=0, timeout_s=600)
+    assert status == "error" and error.startswith("rank 0 lost its connection to another rank")
+    assert "Connection reset by peer" in error
+    hung = RuntimeError("[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting "
+                        "10000ms for recv operation to complete")
+    status, error = rank_failure(hung, config, rank=0, timeout_s=10)
+    assert status == "timeout" and error.startswith("rank 0 timed out after 10 s waiting for the other ranks")
+    nccl = RuntimeError("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) "
+                        "ran for 600000 milliseconds before timing out.")
+    assert rank_failure(nccl, config, rank=3, timeout_s=600)[0] == "timeout"
+    assert rank_failure(ValueError("bad shape"), config, rank=1, timeout_s=600) == ("error", "rank 1: ValueError: "
+                                                                                      "bad shape")
+
+
 @pytest.mark.parametrize("value", ["0", "two", "1,,-1"])
 def test_run_gpus_bad_input_exits_2(value, capsys):
     from dlbench.cli.app import main

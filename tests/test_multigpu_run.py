@@ -148,6 +148,22 @@ def test_interrupted_torchrun_run_keeps_what_was_measured_and_says_so(isolated_h
     assert f"{doc['run_id']}.json" in output
 
 
+def test_torchrun_rank_0_does_not_blame_itself_for_a_killed_peer(isolated_home):
+    # Rank 1 SIGKILLs itself mid-run; rank 0 only sees its connection reset. It stored "rank 0: RuntimeError:
+    # [...pair.cc] Read error ...: Connection reset by peer", naming itself. (A slow torchrun monitor, so that rank 0
+    # meets the reset before torchrun's SIGTERM comes.)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "--monitor-interval", "3", "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny",
+                           "-w", "mg-kill-rank", *STEPS], capture_output=True, text=True, timeout=240,
+                          env=_env(isolated_home))
+    assert proc.returncode != 0
+    (doc,) = _stored(isolated_home)
+    ok, killed = doc["results"]
+    assert ok["status"] == "ok" and killed["status"] == "error", proc.stderr
+    assert killed["error"].startswith("rank 0 lost its connection to another rank"), killed["error"]
+    assert "rank 0 failed" not in proc.stderr
+
+
 # A node that is missing fails its rendezvous after this long (torch's default is 600 s); the other node starts once
 # the first listens, so even under load it joins within seconds.
 JOIN_TIMEOUT_S = 45

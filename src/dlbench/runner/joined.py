@@ -38,7 +38,6 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
     )
     from dlbench.runner.document import build_document, make_result, new_run_id, utc_now_iso
     from dlbench.runner.plan import DEFAULT_TIMEOUT_S, DeviceFacts, build_plan
-    from dlbench.runner.rank_worker import classify
     from dlbench.runner.sweep import SweepObserver
 
     if options.batch_size == "auto":  # before the plan says a search will run
@@ -105,9 +104,10 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
                     except (BadInput, RendezvousTimeout):
                         raise
                     except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
-                        status, message = classify(exc, config)
-                        failed = make_result(config, status, f"rank {dist_env.rank}: {message}", extra=extra)
-                        _fail(dist_env, message, results, failed, document, finish_run, json_path)
+                        status, error = rank_failure(exc, config, dist_env.rank,
+                                                     item.timeout_s or DEFAULT_TIMEOUT_S)
+                        failed = make_result(config, status, error, extra=extra)
+                        _fail(dist_env, error, results, failed, document, finish_run, json_path)
                     extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
                     extra["telemetry_reason"] = combined.pop("telemetry_reason", None)
                     group_warnings = combined.pop("warnings", None) or []
@@ -162,12 +162,37 @@ def _interrupted(exc, dist_env: DistEnv, results, state, err, out, json_path, fi
     return code
 
 
-def _fail(dist_env: DistEnv, message: str, results, failed, document, finish_run, json_path) -> None:
+def rank_failure(exc: BaseException, config, rank: int, timeout_s: float) -> tuple[str, str]:
+    """(status, error) for the exception that stops this rank of a torchrun group.
+
+    A rank only sees its side of the group: when a peer dies, the others lose their connection to it, and when a
+    peer hangs, the others' collectives time out. Those are told as such (the failed rank is named in the
+    torchrun output of its own node), not as this rank's own failure; anything else is this rank's own error.
+    """
+    from dlbench.runner.launch import is_collective_timeout, is_peer_loss
+    from dlbench.runner.rank_worker import classify
+
+    status, message = classify(exc, config)
+    if status == "error" and is_collective_timeout(message):
+        return "timeout", (f"rank {rank} timed out after {timeout_s:g} s waiting for the other ranks in a collective: "
+                           f"another rank hung, died or fell behind; the torchrun output of each node names it "
+                           f"({message})")
+    if status == "error" and is_peer_loss(message):
+        return "error", (f"rank {rank} lost its connection to another rank, which failed or was killed; the "
+                         f"torchrun output of each node names it ({message})")
+    return status, f"rank {rank}: {message}"
+
+
+def _fail(dist_env: DistEnv, error: str, results, failed, document, finish_run, json_path) -> None:
     """Leave the group at once: torchrun notices the exit and stops every other rank. Rank 0 first stores what
     was measured plus the failed configuration."""
+    import signal
+
     from dlbench.runner.worker import one_line
 
-    print(f"dlbench: rank {dist_env.rank} failed: {message}", file=sys.stderr)
+    # torchrun's SIGTERM to the rest of the group must not cut rank 0's save short; the process exits below.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    print(f"dlbench: {error}", file=sys.stderr)
     if dist_env.is_main:
         try:
             results.append(failed)

@@ -284,9 +284,21 @@ def parse_torchrun_failures(log: str) -> tuple[dict[int, tuple[int, str]], int |
     return failures, root
 
 
-def _is_peer_loss(message: str | None) -> bool:
+def is_peer_loss(message: str | None) -> bool:
+    """Whether a rank's error says it lost its connection to a peer (which died first) rather than failed itself."""
     text = (message or "").lower()
     return any(key in text for key in _PEER_LOSS)
+
+
+# A collective that waited past the process group's timeout: gloo "Timed out waiting 10000ms for recv operation",
+# NCCL's watchdog "... ran for 600000 milliseconds before timing out".
+_COLLECTIVE_TIMEOUT = ("timed out waiting", "watchdog caught collective operation timeout", "before timing out")
+
+
+def is_collective_timeout(message: str | None) -> bool:
+    """Whether a rank's error says a collective waited past the group's timeout (a peer hung, died or lags)."""
+    text = (message or "").lower()
+    return any(key in text for key in _COLLECTIVE_TIMEOUT)
 
 
 def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir: Path,
@@ -303,7 +315,7 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     reported = {r: s for r, s in ranks.items() if s.get("status") in ("error", "oom")}
 
     # 1. A rank that reported its own failure (an exception, out of memory) is the clearest cause.
-    own = [r for r in sorted(reported) if not _is_peer_loss(reported[r].get("error"))]
+    own = [r for r in sorted(reported) if not is_peer_loss(reported[r].get("error"))]
     if own:
         r = own[0]
         return fail(reported[r]["status"], f"rank {r} failed: {reported[r].get('error') or 'no message'}", r)
