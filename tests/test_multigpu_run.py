@@ -164,6 +164,21 @@ def test_torchrun_rank_0_does_not_blame_itself_for_a_killed_peer(isolated_home):
     assert "rank 0 failed" not in proc.stderr
 
 
+def test_torchrun_rank_0_prints_whole_lines_in_a_log(tmp_path):
+    # In a log (not a terminal) `dlbench run` prints its notes, messages and the results path as whole lines, so
+    # that a script can find them; under torchrun rank 0 wrapped them at 80 columns and read the path as markup.
+    home = tmp_path / ("long-folder-name-" * 4) / "[data]"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "-m", "dlbench", "run", "--device", "cpu", "-w", "mg-tiny", *STEPS], capture_output=True,
+                          text=True, timeout=240, env=_env(home))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    (doc,) = _stored(home)
+    lines = proc.stderr.splitlines()
+    assert f"results: {home / 'results' / (doc['run_id'] + '.json')}" in lines, proc.stderr
+    note = next(n for n in doc["notes"] if n.startswith("started by torchrun"))
+    assert len(note) > 100 and note in lines, proc.stderr
+
+
 # A node that is missing fails its rendezvous after this long (torch's default is 600 s); the other node starts once
 # the first listens, so even under load it joins within seconds.
 JOIN_TIMEOUT_S = 45

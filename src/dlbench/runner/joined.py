@@ -70,7 +70,7 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
 
                 environment = collect()
                 for note in notes:
-                    err.print(f"[bold]{note}[/bold]", highlight=False)
+                    err.print(f"[bold]{note}[/bold]", highlight=False, soft_wrap=not err.is_terminal)
 
             run_id, created_at = new_run_id(), utc_now_iso()
             command = ["dlbench", *sys.argv[1:]]
@@ -213,6 +213,7 @@ def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
     if results:
         out.print(results_table(results, title=title, width=out.width))
         for line in result_messages(results):
-            out.print(line, highlight=False, markup=False)
-    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False)
+            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,
+              markup=False, soft_wrap=True)  # paths whole: not markup, not broken across lines (as `dlbench run`)
     return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0
