@@ -77,3 +77,25 @@ def test_missing_rank_times_out_with_clear_message():
     assert "could not join the process group" in proc.stderr and "1/2" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert time.monotonic() - started < 30
+
+
+def test_cpu_sizes_beyond_the_hosts_memory_are_refused(capsys):
+    # `--device cpu --sizes 1M..16G` on a 23 GB host: every rank allocates its buffers in host memory, so the
+    # 16G all-reduce (2 x 16 GB) and the 8G all-gather (2 x 12 GB) wake the OOM killer, which may take any process
+    # of the machine. A size that cannot fit is bad input, refused before any process starts.
+    from dlbench.telemetry.environment import memory_bytes
+
+    total = memory_bytes()
+    if total is None:
+        pytest.skip("this platform does not report its memory")
+    gib = -(-total // 1024**3)  # one rank alone needs more than the machine has
+    with pytest.raises(SystemExit) as exit_info:
+        main(["comm", "--device", "cpu", "--gpus", "2", "--sizes", f"1K,{gib}G"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --sizes") and "memory" in err and err.count("\n") == 1
+    # The bound counts what each rank holds: an all-gather keeps its input part and the gathered buffer.
+    from dlbench.cli.comm import host_bytes_needed
+
+    assert host_bytes_needed(1024, ["all_reduce"], local_ranks=2, world_size=2) == 2048
+    assert host_bytes_needed(1024, ["all_reduce", "all_gather"], local_ranks=2, world_size=4) == 2 * (1024 + 256)

@@ -61,6 +61,26 @@ def _resolve_nproc(gpus: str | None, device: str) -> int:
     return n
 
 
+def host_bytes_needed(size_bytes: int, ops: list[str], local_ranks: int, world_size: int) -> int:
+    """Host memory the CPU ranks on this machine hold at once for one message size, at least: an all-reduce
+    reduces its buffer of S bytes in place; an all-gather keeps its part (S/n) and the gathered buffer (S)."""
+    per_rank = max(size_bytes + (size_bytes // world_size if op == "all_gather" else 0) for op in ops)
+    return local_ranks * per_rank
+
+
+def _check_host_memory(sizes: list[int], ops: list[str], local_ranks: int, world_size: int) -> None:
+    """On the CPU every rank's buffers live in host memory: refuse sizes that cannot fit, before the OOM killer
+    picks some process of the machine."""
+    from dlbench.telemetry.environment import memory_bytes
+
+    total = memory_bytes()
+    need = host_bytes_needed(max(sizes), ops, local_ranks, world_size)
+    if total is not None and need > total:
+        raise BadInput(f"--sizes up to {_fmt_size(max(sizes))} need at least {need / 1e9:.1f} GB of host memory "
+                       f"({local_ranks} CPU processes here, each holding its buffers), but this machine has "
+                       f"{total / 1e9:.1f} GB; give smaller sizes")
+
+
 def comm_command(
     gpus: str = typer.Option(None, "--gpus", help="Number of processes, one per GPU, or 'all' (default: every "
                              "visible GPU; 2 processes with --device cpu). Ignored when started by torchrun."),
@@ -90,11 +110,16 @@ def comm_command(
     size_list = parse_sizes(sizes or DEFAULT_SIZES[dev])
 
     if dist_env is not None:
+        if dev == "cpu":
+            _check_host_memory(size_list, op_list, dist_env.local_world_size, dist_env.world_size)
         report = _run_joined(dist_env, dev, size_list, op_list, iters, warmup, timeout)
         if not dist_env.is_main:
             return
     else:
-        report = _run_launched(_resolve_nproc(gpus, dev), dev, size_list, op_list, iters, warmup, timeout, as_json)
+        nproc = _resolve_nproc(gpus, dev)
+        if dev == "cpu":
+            _check_host_memory(size_list, op_list, nproc, nproc)
+        report = _run_launched(nproc, dev, size_list, op_list, iters, warmup, timeout, as_json)
 
     if dev == "cuda":
         from dlbench.telemetry.topology import collect
