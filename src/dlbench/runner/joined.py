@@ -11,7 +11,10 @@ writes the result document (one run, `world_size` = the group's size, `nodes` = 
 `telemetry` over every GPU of the group) after every configuration, so a
 failure later still leaves what was measured. A rank that fails records nothing it cannot vouch for: it prints
 one line naming itself and exits non-zero, and torchrun tears the group down (the configurations already
-measured stay stored on rank 0).
+measured stay stored on rank 0). A rank that only lost a dead peer, or whose collective timed out waiting for a
+hung one, says so rather than taking the blame (`rank_failure`). Ctrl-C and SIGTERM, which torchrun forwards to
+every rank, end the sweep as in `dlbench run`: rank 0 stores what was measured, noted as interrupted, and exits
+128 + the signal; the other ranks exit quietly.
 """
 
 from __future__ import annotations
@@ -38,14 +41,12 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
     )
     from dlbench.runner.document import build_document, make_result, new_run_id, utc_now_iso
     from dlbench.runner.plan import DEFAULT_TIMEOUT_S, DeviceFacts, build_plan
-    from dlbench.runner.sweep import SweepObserver
+    from dlbench.runner.sweep import Interrupted, SweepObserver, signals_raise_interrupted
 
     if options.batch_size == "auto":  # before the plan says a search will run
         raise BadInput("--batch-size auto does not work under torchrun: its search runs each probe in a fresh "
                        "one-device process, and every rank of the group must train the same batch; find the size "
                        "with `dlbench run --batch-size auto` on one GPU, then give it as --batch-size N")
-    from dlbench.runner.sweep import Interrupted, signals_raise_interrupted
-
     main = dist_env.is_main
     results: list[dict[str, Any]] = []
     state: dict[str, Any] = {}  # what an interruption needs: the plan and the document builder, once made
