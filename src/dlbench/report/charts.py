@@ -20,12 +20,46 @@ OKABE_ITO = {
     "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
     "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "black": "#000000",
 }
-SERIES = [OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "yellow", "black")]
+# Lines and markers: Okabe-Ito without its yellow, which on white (contrast 1.3:1) all but disappears as a line.
+SERIES = [OKABE_ITO[k] for k in ("blue", "orange", "green", "vermillion", "purple", "sky", "black")]
 PUBLISHED_COLOUR = "#AEB8C2"  # neutral grey-blue: the field; this run is vermillion on top of it
 SAME_GPU_COLOUR = "#52606D"  # darker slate: what others published for the GPU this run used
 THIS_RUN_COLOUR = OKABE_ITO["vermillion"]
 TEXT = "#1F2933"
 MUTED = "#616E7C"
+# WCAG 2 AA: body-size text needs a contrast of 4.5:1 with its background (https://www.w3.org/TR/WCAG21/#contrast-minimum).
+TEXT_CONTRAST = 4.5
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    """`#RRGGBB` as three fractions (the palette is hex: no matplotlib import for it)."""
+    h = colour.lstrip("#")
+    return tuple(int(h[i:i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
+
+
+def contrast(colour: str, background: str = "#FFFFFF") -> float:
+    """WCAG 2 contrast ratio of two `#RRGGBB` colours (1 to 21)."""
+    def luminance(c: str) -> float:
+        r, g, b = (x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in _rgb(c))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((luminance(colour), luminance(background)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def text_colour(colour: str) -> str:
+    """`colour` for text on white: itself where it is dark enough, else darkened (towards black, the hue kept) to
+    `TEXT_CONTRAST`. Okabe-Ito's orange (2.2:1) and vermillion (3.9:1) are fine for bars and dots, too light for
+    a label beside them."""
+    rgb = _rgb(colour)
+    for step in range(101):
+        shade = "#" + "".join(f"{round(x * (1 - step / 100) * 255):02X}" for x in rgb)
+        if contrast(shade) >= TEXT_CONTRAST:
+            return shade
+    return TEXT
+
+
+THIS_RUN_TEXT = text_colour(THIS_RUN_COLOUR)
 
 _STYLE = {
     "font.family": "DejaVu Sans",
@@ -148,11 +182,11 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         for tick, r in zip(ax.get_yticklabels(), ordered, strict=True):
             if r["is_this_run"]:
                 tick.set_fontweight("bold")
-                tick.set_color(THIS_RUN_COLOUR)
+                tick.set_color(THIS_RUN_TEXT)
         top = max(values) if values else 1.0
         for y, r in zip(ys, ordered, strict=True):
             ax.text(r["samples_per_s"] + top * 0.01, y, fmt.throughput(r["samples_per_s"]), va="center",
-                    fontsize=8.5, color=THIS_RUN_COLOUR if r["is_this_run"] else TEXT,
+                    fontsize=8.5, color=THIS_RUN_TEXT if r["is_this_run"] else TEXT,
                     fontweight="bold" if r["is_this_run"] else "normal")
         ax.set_xlim(0, top * 1.12)
         ax.set_ylim(-0.6, n - 0.4)
@@ -348,7 +382,7 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
                 if p.get("scaling_efficiency") is not None:
                     ax.annotate(fmt.percent(p["scaling_efficiency"]), (p["world_size"], p["samples_per_s"]),
                                 textcoords="offset points", xytext=(0, -16), ha="center", fontsize=8,
-                                color=colour, fontweight="bold")
+                                color=text_colour(colour), fontweight="bold")
             ax.set_xticks(sorted(set(xs)))
             ax.set_xlabel("number of GPUs")
             ax.set_ylabel(f"{fmt.unit_of(s)}/s, all GPUs")
@@ -464,7 +498,7 @@ def fleet_chart(points: list[dict[str, Any]], median: float | None, threshold_pc
                         markeredgecolor="white", markeredgewidth=0.8, linestyle="none", zorder=3)
                 x = p["samples_per_s"] + span * 0.025
             if p.get("label"):
-                ax.text(x, y, p["label"], va="center", ha="left", fontsize=8.5, color=colour,
+                ax.text(x, y, p["label"], va="center", ha="left", fontsize=8.5, color=text_colour(colour),
                         fontweight="bold" if p["flagged"] else "normal", zorder=4,
                         bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.0})
         labels = [p["node"] for p in rows]
@@ -481,7 +515,7 @@ def fleet_chart(points: list[dict[str, Any]], median: float | None, threshold_pc
         ax.set_yticks(ticks, labels)
         for tick, p in zip(ax.get_yticklabels(), rows, strict=False):
             if p["flagged"]:
-                tick.set_color(FLEET_COLOURS["slow"])
+                tick.set_color(text_colour(FLEET_COLOURS["slow"]))
                 tick.set_fontweight("bold")
         ax.set_ylim(slots - 0.4, -0.6)  # first row on top
         ax.set_xlim(left, _label_room(rows, left, right, span))

@@ -1,0 +1,103 @@
+"""What the report's charts look like: contrast, legends clear of the data, consistent colours, honest axes.
+
+    PYTHONPATH=src:tests python -m pytest -q tests/test_report_visual.py
+
+Each test draws a chart from documents like those a real run writes and inspects the matplotlib figure it saved
+(captured at `charts._save`), so it checks what a reader sees, not the code that drew it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dlbench.report import charts
+from dlbench.report.html import write_report
+from fleet_docs import THERMAL, ddp_result_with_series, node, tel
+from report_docs import environment, make_document, make_result, telemetry_block
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """name -> the matplotlib figure of every chart drawn while the test runs."""
+    drawn = {}
+    real = charts._save
+
+    def save(fig, out_dir, name, title, caption):
+        drawn[name] = fig
+        return real(fig, out_dir, name, title, caption)
+
+    monkeypatch.setattr(charts, "_save", save)
+    return drawn
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _hex(colour) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(colour).upper()
+
+
+def h100_run(**result):
+    """Both precisions, eager and compiled, ResNet-50 and BERT-large, each with a telemetry series."""
+    results = []
+    for i, (workload, seq, bs, step) in enumerate((("resnet50", None, 256, 0.2), ("bert-large-squad", 384, 32, 0.25))):
+        for j, precision in enumerate(("tf32", "amp-fp16")):
+            for k, mode in enumerate(("off", "default")):
+                results.append(make_result(workload, precision, mode, bs, seq_len=seq,
+                                           step_time_s=step * (0.5 if j else 1) * (0.9 if k else 1),
+                                           noise_s=0.002, steps=20, seed=8 * i + 2 * j + k,
+                                           telemetry=telemetry_block(), **result))
+    return make_document(results)
+
+
+def test_coloured_text_on_every_chart_is_readable(tmp_path, figures):
+    # Labels beside a bar or dot took its colour: Okabe-Ito vermillion (3.9:1 on white) for this run's bars and a
+    # flagged host, orange (2.2:1) for a host within noise and a scaling series: below WCAG AA's 4.5:1.
+    fleet = [node(f"node{i:02d}", seed=i) for i in range(1, 7)]
+    fleet.append(node("node07", 0.1 / 0.85, tel(**THERMAL), seed=7))
+    fleet.append(node("node08", 0.1 / 0.965, seed=8))
+    ddp = make_document([make_result(step_time_s=0.1, seed=1),
+                         ddp_result_with_series(num_gpus=2, step_time_s=0.105, seed=2),
+                         make_result("bert-large-squad", seq_len=384, batch_size=32, step_time_s=0.2, seed=3),
+                         make_result("bert-large-squad", seq_len=384, batch_size=32, world_size=2, step_time_s=0.21,
+                                     seed=4)],
+                        env=environment(gpu_count=2))
+    write_report([h100_run()], tmp_path / "one")
+    write_report(fleet, tmp_path / "fleet")
+    write_report([ddp], tmp_path / "ddp")
+    assert {"speedups", "step_times", "telemetry", "scaling"} <= set(figures)
+    assert any(name.startswith("ranking_") for name in figures) and any(name.startswith("fleet_") for name in figures)
+    for name, fig in figures.items():
+        for text in _texts(fig):
+            colour = _hex(text.get_color())
+            assert charts.contrast(colour) >= 4.5, (name, text.get_text(), colour)
+
+
+def test_text_colour_darkens_light_colours_and_keeps_dark_ones():
+    for colour in charts.OKABE_ITO.values():
+        shade = charts.text_colour(colour)
+        assert charts.contrast(shade) >= charts.TEXT_CONTRAST
+        if charts.contrast(colour) >= charts.TEXT_CONTRAST:
+            assert shade == colour
+    orange = charts.text_colour(charts.OKABE_ITO["orange"])
+    assert orange != charts.OKABE_ITO["orange"]
+    r, g, b = charts._rgb(orange)
+    assert r > g > b  # still an orange, not a grey
+
+
+def test_lines_are_never_drawn_in_a_colour_that_vanishes_on_white(tmp_path, figures):
+    # The eighth telemetry line was Okabe-Ito yellow (1.3:1 on white): a GPU you could not see.
+    doc = make_document([ddp_result_with_series(num_gpus=8, hot_gpu=7)], env=environment(gpu_count=8))
+    write_report([doc], tmp_path / "out")
+    from matplotlib.lines import Line2D
+
+    lines = [ln for ln in figures["telemetry_1"].findobj(Line2D)
+             if ln.get_visible() and len(ln.get_xdata()) > 2]
+    assert len({_hex(ln.get_color()) for ln in lines}) >= 7
+    for line in lines:
+        assert charts.contrast(_hex(line.get_color())) >= 2.0, _hex(line.get_color())
