@@ -101,3 +101,32 @@ def test_lines_are_never_drawn_in_a_colour_that_vanishes_on_white(tmp_path, figu
     assert len({_hex(ln.get_color()) for ln in lines}) >= 7
     for line in lines:
         assert charts.contrast(_hex(line.get_color())) >= 2.0, _hex(line.get_color())
+
+
+def _draw(fig):
+    """Lay out and draw `fig` as it was saved; its renderer, for measuring what is where."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    return renderer
+
+
+def _overlaps(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_telemetry_legend_covers_no_data_and_stays_on_the_figure(tmp_path, figures):
+    # A dozen one-GPU configurations: their legend sat inside the power panel, two columns wide, over the traces
+    # and past the figure's left edge ("esNet-50 v1.5 · TF32 ...").
+    write_report([h100_run()], tmp_path / "out")
+    fig = figures["telemetry"]
+    renderer = _draw(fig)
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(renderer)
+    page = fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+    for ax in fig.axes:
+        assert not _overlaps(box, ax.get_window_extent(renderer))
+    assert len(legends[0].get_texts()) == 8

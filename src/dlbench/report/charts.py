@@ -420,7 +420,10 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
         caption += " One line per GPU of this data-parallel configuration."
     if note:
         caption += f" {note}"
-    with _figure(1.2 + 2.1 * len(panels), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
+    import math
+
+    legend_rows = math.ceil(len(traces) / _legend_columns([t["label"] for t in traces]))
+    with _figure(1.0 + 2.1 * len(panels) + 0.2 * legend_rows, nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
             limits_drawn: set[float] = set()
@@ -441,13 +444,20 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
                             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
             ax.set_ylabel(label)
         axes[-1][0].set_xlabel("time since first measured step (s)")
-        if subject:  # a line per GPU, short names: under the panels, clear of the lines
-            fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
-                       ncols=min(4, len(traces)), fontsize=8.5)
-        else:
-            axes[0][0].legend(loc="lower right", ncols=1 if len(traces) <= 8 else 2, bbox_to_anchor=(1.0, 0.02))
+        # Under the panels, clear of the lines: inside the top panel a dozen configurations' names covered the
+        # power trace and ran off the figure's left edge.
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=_legend_columns([t["label"] for t in traces]),
+                   fontsize=8.5)
         _suptitle(fig, title)
         return _save(fig, out_dir, name, title, caption)
+
+
+def _legend_columns(labels: list[str], most: int = 4) -> int:
+    """As many legend columns as the longest label allows across the figure (8.5 pt text: about 5.2 pt a
+    character, plus the line sample and the gap between columns)."""
+    widest = max((len(label) for label in labels), default=1) * 5.2 + 40
+    return max(1, min(most, len(labels), int(WIDTH_IN * 72 * 0.95 // widest)))
 
 
 # The fleet chart: flagged hosts in the alert colour; hosts below the threshold whose step times do not differ
