@@ -130,3 +130,21 @@ def test_telemetry_legend_covers_no_data_and_stays_on_the_figure(tmp_path, figur
     for ax in fig.axes:
         assert not _overlaps(box, ax.get_window_extent(renderer))
     assert len(legends[0].get_texts()) == 8
+
+
+def test_a_precision_has_one_colour_on_every_chart(tmp_path, figures):
+    # The scaling chart coloured its panels by position: two AMP FP16 configurations came out blue (TF32's colour
+    # in the step-time chart beside it) and orange.
+    results = []
+    for workload, seq, bs in (("resnet50", None, 256), ("bert-large-squad", 384, 32)):
+        for n in (1, 2, 4):
+            results.append(make_result(workload, "amp-fp16", "off", bs, seq_len=seq, world_size=n,
+                                       step_time_s=0.1 * (1 + 0.03 * n), seed=n))
+        results.append(make_result(workload, "tf32", "off", bs, seq_len=seq, step_time_s=0.2, seed=9))
+    write_report([make_document(results, env=environment(gpu_count=4))], tmp_path / "out")
+    amp = charts.OKABE_ITO["orange"]
+    boxes = {_hex(patch.get_facecolor()) for ax in figures["step_times"].axes for patch in ax.patches}
+    assert amp in boxes and charts.OKABE_ITO["blue"] in boxes
+    measured = [ln for ax in figures["scaling"].axes for ln in ax.get_lines() if ln.get_label() == "measured"]
+    assert len(measured) == 2
+    assert {_hex(ln.get_color()) for ln in measured} == {amp}

@@ -369,8 +369,8 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
     nrows = math.ceil(len(series) / ncols)
     with _figure(1.0 + (3.8 if ncols == 1 else 3.5 * nrows), nrows=nrows, ncols=ncols) as (fig, axes):
         flat = [ax for row in axes for ax in row]
-        for i, (s, ax) in enumerate(zip(series, flat, strict=False)):
-            colour = SERIES[i % len(SERIES)]
+        for s, ax in zip(series, flat, strict=False):
+            colour = _precision_colour(s["precision"])  # as in the step-time chart: one colour per precision
             xs = [p["world_size"] for p in s["points"]]
             ax.plot(xs, [p["samples_per_s"] for p in s["points"]], marker="o", color=colour, linewidth=2,
                     label="measured")
