@@ -148,3 +148,18 @@ def test_a_precision_has_one_colour_on_every_chart(tmp_path, figures):
     measured = [ln for ax in figures["scaling"].axes for ln in ax.get_lines() if ln.get_label() == "measured"]
     assert len(measured) == 2
     assert {_hex(ln.get_color()) for ln in measured} == {amp}
+
+
+def test_fleet_percent_axis_labels_say_exactly_where_their_ticks_are(tmp_path, figures):
+    # With a host 16% below the median the top axis ticked every 2.5%: "-12%" marked -12.5% and "-8%" -7.5%.
+    fleet = [node(f"node{i:02d}", seed=i) for i in range(1, 9) if i != 5] + [node("node05", 0.1 / 0.84, seed=5)]
+    write_report(fleet, tmp_path / "out")
+    (fig,) = [f for name, f in figures.items() if name.startswith("fleet_")]
+    _draw(fig)
+    (top,) = [child for ax in fig.axes for child in ax.child_axes]
+    ticks = [t for t in top.xaxis.get_major_ticks() if t.label1.get_text()]
+    assert len(ticks) >= 4
+    for tick in ticks:
+        assert tick.get_loc() == pytest.approx(round(tick.get_loc()), abs=1e-6)
+        text = tick.label1.get_text()
+        assert text == "median" if round(tick.get_loc()) == 0 else text == f"{tick.get_loc():+.0f}%"

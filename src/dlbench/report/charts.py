@@ -553,10 +553,12 @@ def _label_room(rows: list[dict[str, Any]], left: float, right: float, span: flo
 
 def _fleet_percent_axis(ax, median: float) -> None:
     """A second x axis along the top in percent of the fleet median, so a distance reads off directly."""
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     top = ax.secondary_xaxis("top", functions=(lambda v: (v / median - 1.0) * 100.0,
                                                lambda pct: median * (1.0 + pct / 100.0)))
+    # Whole percents only: at steps of 2.5 the labels rounded -12.5 to "-12%" and -7.5 to "-8%".
+    top.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10], integer=True))
     top.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: "median" if round(v, 6) == 0 else f"{v:+.0f}%"))
     top.tick_params(labelsize=8, colors=MUTED)
 
