@@ -163,3 +163,22 @@ def test_fleet_percent_axis_labels_say_exactly_where_their_ticks_are(tmp_path, f
         assert tick.get_loc() == pytest.approx(round(tick.get_loc()), abs=1e-6)
         text = tick.label1.get_text()
         assert text == "median" if round(tick.get_loc()) == 0 else text == f"{tick.get_loc():+.0f}%"
+
+
+def test_a_handful_of_steps_is_drawn_as_dots_not_as_a_box(tmp_path, figures):
+    # A CPU quick run measures 2 repeats of 2 steps: its "box plot" drew quartiles and whiskers over four points.
+    few = make_result("resnet50", "fp32", "off", 2, device="cpu", step_time_s=0.57, noise_s=0.01, steps=2,
+                      repeats=2, seed=1)
+    many = make_result("resnet50", "fp32", "off", 4, device="cpu", step_time_s=1.1, noise_s=0.01, steps=10,
+                       repeats=2, seed=2)
+    index = write_report([make_document([few, many], env=environment(gpu_name=None))], tmp_path / "out")
+    (ax,) = figures["step_times"].axes
+    assert len(ax.patches) == 1  # the 20-step configuration's box only
+    (box,) = ax.patches
+    assert 0.5 < box.get_path().get_extents().y0 < 1.5  # the bottom row: the second configuration
+    dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_linestyle() == "None"
+            and len(ln.get_xdata()) == 4]
+    assert len(dots) == 1 and all(1.5 < y < 2.5 for y in dots[0].get_ydata())  # the first one, on top
+    assert sorted(dots[0].get_xdata()) == pytest.approx(sorted(t * 1e3 for rep in few["repeats"]
+                                                               for t in rep["step_times_s"]))
+    assert "every step is a dot" in index.read_text(encoding="utf-8")
