@@ -1,14 +1,18 @@
-"""What the report's charts look like: contrast, legends clear of the data, consistent colours, honest axes.
+"""What the report looks like: charts' contrast, legends clear of the data, consistent colours, honest axes; the
+page's tables and sections.
 
     PYTHONPATH=src:tests python -m pytest -q tests/test_report_visual.py
 
-Each test draws a chart from documents like those a real run writes and inspects the matplotlib figure it saved
-(captured at `charts._save`), so it checks what a reader sees, not the code that drew it.
+Chart tests draw from documents like those a real run writes and inspect the matplotlib figure each chart saved
+(captured at `charts._save`), so they check what a reader sees, not the code that drew it.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from markupsafe import escape as html_escape
 
 from dlbench.report import charts
 from dlbench.report.html import write_report
@@ -182,3 +186,54 @@ def test_a_handful_of_steps_is_drawn_as_dots_not_as_a_box(tmp_path, figures):
     assert sorted(dots[0].get_xdata()) == pytest.approx(sorted(t * 1e3 for rep in few["repeats"]
                                                                for t in rep["step_times_s"]))
     assert "every step is a dot" in index.read_text(encoding="utf-8")
+
+
+def _results_section(html: str) -> str:
+    return re.search(r'<section class="card" id="results">(.*?)</section>', html, re.S).group(1)
+
+
+def _cells(row_html: str) -> list[str]:
+    return re.findall(r"<td[^>]*>", row_html)
+
+
+def test_a_configuration_that_did_not_run_says_why_across_the_row(tmp_path):
+    # A failed row was a run of dashes, its error squeezed into the last column and cut off at the card's edge.
+    error = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Triton Error [CUDA]: "
+             "an illegal memory access was encountered")
+    failed = make_result("bert-base-squad", "amp-fp16", "default", 128, seq_len=384, status="error")
+    failed["error"] = error
+    results = [make_result(seed=1), failed, make_result("bert-large-squad", "tf32", seq_len=384, batch_size=32,
+                                                        status="oom")]
+    html = write_report([make_document(results)], tmp_path / "out").read_text(encoding="utf-8")
+    table = _results_section(html)
+    rows = table.split("<tr")[2:]  # past the header row
+    ok, error_row, oom_row = rows
+    assert 'class="failed"' in error_row and 'class="failed"' in oom_row and 'class="failed"' not in ok
+    # the configuration, then one cell spanning every figure column and the status
+    assert len(_cells(error_row)) == 2
+    span = int(re.search(r'colspan="(\d+)"', error_row).group(1))
+    assert span == len(_cells(ok)) - 1
+    assert str(html_escape(error)) in error_row and "\u2014" not in error_row
+    assert ">out of memory<" in oom_row and "simulated oom" in oom_row
+
+
+def test_results_table_leaves_out_a_column_no_result_has(tmp_path):
+    # A CPU run has no peak memory: its column was a row of dashes.
+    results = [make_result("resnet50", "fp32", "off", 2, device="cpu", steps=4, seed=1),
+               make_result("bert-base-mlm", "fp32", "off", 1, seq_len=128, device="cpu", steps=4, seed=2)]
+    for r in results:
+        r["peak_memory_bytes"] = None
+    html = write_report([make_document(results, env=environment(gpu_name=None))], tmp_path / "cpu")
+    table = _results_section(html.read_text(encoding="utf-8"))
+    assert "Peak memory" not in table and ">TFLOP/s<" in table and ">CV<" in table
+    gpu = write_report([make_document([make_result(seed=3)])], tmp_path / "gpu").read_text(encoding="utf-8")
+    assert ">Peak memory<" in _results_section(gpu) and "30.0 GB" in _results_section(gpu)
+
+
+def test_vs_published_cell_is_the_ratio_and_rank_with_the_sentence_as_its_tooltip(tmp_path):
+    # "of published median (45 results); #4 of 10 GPUs" under every ratio wrapped to four lines a row.
+    html = write_report([make_document([make_result(seed=1)])], tmp_path / "out").read_text(encoding="utf-8")
+    cell = re.search(r'<td class="vs"[^>]*>.*?</td>', _results_section(html), re.S).group(0)
+    assert re.search(r'title="of published median \(\d+ results\); #\d+ of \d+ GPUs"', cell)
+    note = re.search(r'<div class="muted small">(.*?)</div>', cell).group(1)
+    assert re.fullmatch(r"#\d+ of \d+ GPUs", note)

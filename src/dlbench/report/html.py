@@ -91,6 +91,7 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
         "runs": runs,
         "rows": rows,
         "show_vs": show_vs,
+        "columns": _columns(rows),
         "groups": groups,
         "fleet": fleet,
         # A fleet's results (one row per run and configuration) behind a toggle: the fleet section sums them up.
@@ -221,11 +222,35 @@ def _result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
                 "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
                 "vs_main": fmt.vs_published_short(vs),
                 # The list of what is published instead belongs to the ranking notes, not to every table cell.
-                "vs_note": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
+                "vs_title": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
+                # Under the ratio only its rank: the sentence ("of published median (45 results); #4 of 10 GPUs")
+                # took four lines in every row; it stays in the cell's tooltip and the ranking captions.
+                "vs_note": _vs_short_note(vs) if r.get("status") == "ok" else "",
                 "vs_good": (vs["ratio"] or 0) >= 0.95,
-                "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
+                "status": r.get("status") or "?", "status_text": STATUS_TEXT.get(r.get("status"), r.get("status") or "?"),
+                "error": r.get("error") or "", "sources": vs["sources"],
             })
     return rows
+
+
+# How a status reads on the page (the stored names are the schema's, `store.documents.STATUSES`).
+STATUS_TEXT = {"oom": "out of memory", "timeout": "timed out"}
+# The results table's figure columns after the throughput, each left out when no result has a value for it (a CPU
+# run has no peak memory, a run of one repeat no CV): (row key, heading).
+_FIGURE_COLUMNS = (("cv", "CV"), ("step", "Step ms"), ("memory", "Peak memory"), ("tflops", "TFLOP/s"))
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    value = {"step": "step_ms"}
+    return [{"key": key, "title": title} for key, title in _FIGURE_COLUMNS
+            if any(r[value.get(key, key)] != fmt.DASH for r in rows if r["status"] == "ok")]
+
+
+def _vs_short_note(vs: dict[str, Any]) -> str:
+    """What stands under the ratio in the results table: its rank among published GPUs."""
+    if vs["ratio"] is not None:
+        return f"#{vs['rank']} of {vs['rank_of']} GPUs" if vs["rank"] is not None else ""
+    return _vs_note(vs).split(" (published: ", 1)[0]
 
 
 def _vs_note(vs: dict[str, Any]) -> str:
