@@ -86,7 +86,8 @@ def test_cpu_tiny_run_explains_why_nothing_is_ranked(tmp_path):
     index = write_report([make_document(results, env=environment(gpu_name=None))], tmp_path / "out")
     html = index.read_text(encoding="utf-8")
     assert [name for _, name in _images(html)] == ["step_times"]
-    assert "Tiny flavour: published results are for the full-size models" in html
+    assert "Tiny flavour: published results are for the full-size models" in html  # said once, at a glance
+    assert 'id="ranking"' not in html and 'href="#ranking"' not in html  # no card that only says "nothing here"
     assert "No speed-up to show" in html
     assert "CPU only (Test CPU, 32 cores)" in html
 

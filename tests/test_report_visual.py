@@ -237,3 +237,75 @@ def test_vs_published_cell_is_the_ratio_and_rank_with_the_sentence_as_its_toolti
     assert re.search(r'title="of published median \(\d+ results\); #\d+ of \d+ GPUs"', cell)
     note = re.search(r'<div class="muted small">(.*?)</div>', cell).group(1)
     assert re.fullmatch(r"#\d+ of \d+ GPUs", note)
+
+
+def _glance(html: str) -> str:
+    return re.search(r'<section class="card" id="glance">(.*?)</section>', html, re.S).group(1)
+
+
+def _findings(html: str) -> list[tuple[str, str]]:
+    """(tone, text without tags) of each finding at a glance."""
+    return [(tone, re.sub(r"<[^>]+>", "", re.sub(r'<span class="mark"[^>]*>.*?</span>', "", body))) for tone, body in
+            re.findall(r'<li class="finding (\w+)">(.*?)</li>', _glance(html), re.S)]
+
+
+def test_at_a_glance_says_how_fast_the_machine_is_against_published_and_what_is_wrong(tmp_path, figures):
+    # The page opened on a table of twelve rows: how this H100 compares with published H100 results, and why, took
+    # six ranking charts and a telemetry chart to piece together.
+    hot = make_result(step_time_s=256 / 2000, seed=1, telemetry=tel(**THERMAL))  # 2,000 images/s
+    fine = make_result("bert-large-squad", seq_len=384, batch_size=112, step_time_s=112 / 305, seed=2,
+                       telemetry=tel())
+    oom = make_result("bert-large-squad", "tf32", seq_len=384, batch_size=112, status="oom")
+    doc = make_document([hot, fine, oom], run_id="c0ffee12" + "0" * 24)
+    html = write_report([doc], tmp_path / "out").read_text(encoding="utf-8")
+    assert html.index('id="glance"') < html.index('id="results"')
+    findings = _findings(html)
+    (tone, text), *_ = findings
+    assert tone == "warn" and text.startswith("Warning: 1× H100 SXM5 80GB against published results.")
+    # the two ratios of the results table, the slow one named with its ratio
+    ratios = re.findall(r'<td class="vs"[^>]*><div class="\w+">([\d.]+×)</div>', html)
+    assert len(ratios) == 2 and f"{min(ratios)} to {max(ratios)} the published median for this GPU" in text
+    assert f"More than 10% below it: ResNet-50 v1.5 · AMP FP16 · eager · bs 256 ({min(ratios)})" in text
+    failed = [t for tone, t in findings if tone == "bad"]
+    assert failed == ["Problem: 1 of 3 configurations failed. BERT large (SQuAD) · TF32 · eager · bs 112 · seq 384 "
+                      "(out of memory). Details"]
+    thermal = [t for tone, t in findings if "Thermal throttling" in t]
+    assert thermal and thermal[0].startswith("Warning: Thermal throttling. ResNet-50 v1.5 · AMP FP16 · eager · bs 256: "
+                                             "clocks held down by temperature in 60% of the samples, up to 91 C")
+    assert "<code>dlbench doctor c0ffee12</code>" in _glance(html)
+    # the headline chart: a bar per measured configuration, from 0, with the published median at 1.0
+    assert 'data-chart="vs_published"' in _glance(html)
+    (ax,) = figures["vs_published"].axes
+    (bars,) = ax.containers
+    assert len(bars) == 2 and ax.get_xlim()[0] == 0 and all(bar.get_x() == 0 for bar in bars)
+    assert any(list(line.get_xdata()) == [1.0, 1.0] for line in ax.get_lines())
+
+
+def test_at_a_glance_without_anything_wrong_says_so(tmp_path):
+    quiet = {"throttle_reasons": {}, "throttle_share": 0.0}
+    results = [make_result(step_time_s=256 / 2790, seed=1, telemetry=tel(**quiet)),
+               make_result(precision="tf32", step_time_s=256 / 1894, seed=2, telemetry=tel(**quiet))]
+    findings = _findings(write_report([make_document(results)], tmp_path / "out").read_text(encoding="utf-8"))
+    tones = [tone for tone, _ in findings]
+    assert "warn" not in tones and "bad" not in tones
+    assert any(text.startswith("Good: Nothing wrong found.") for _, text in findings)
+    assert any("All within 10% of it or above." in text for _, text in findings)
+
+
+def test_at_a_glance_tells_a_first_time_cpu_user_what_the_numbers_are(tmp_path):
+    results = [make_result("resnet50", "fp32", "off", 2, device="cpu", steps=2, repeats=2, seed=1)]
+    html = write_report([make_document(results, env=environment(gpu_name=None))], tmp_path / "out").read_text(
+        encoding="utf-8")
+    ((tone, text),) = _findings(html)
+    assert tone == "info" and "Not compared with published results. Ran on cpu: published results are for GPUs." in text
+    assert "<code>dlbench run</code>" in _glance(html)
+    assert "vs_published" not in html and "Nothing wrong found" not in html  # no telemetry: no all-clear either
+
+
+def test_at_a_glance_of_a_fleet_leads_with_its_verdict(tmp_path, figures):
+    fleet = [node(f"node{i:02d}", seed=i) for i in range(1, 8)] + [node("node08", 0.1 / 0.84, tel(**THERMAL), seed=8)]
+    html = write_report(fleet, tmp_path / "out").read_text(encoding="utf-8")
+    (tone, text), *_ = _findings(html)
+    assert tone == "bad" and text.startswith("Problem: Fleet. 8 nodes, 1 slow: node08 (-16%, thermal throttling)")
+    assert '<a href="#fleet">Details</a>' in _glance(html)
+    assert "vs_published" not in figures  # the fleet chart is the headline of a fleet

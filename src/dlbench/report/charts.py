@@ -90,7 +90,8 @@ _STYLE = {
     "text.parse_math": False,  # host names and error messages are text: "$x$" must not become mathtext
 }
 # File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
-CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*")
+CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*",
+               "vs_published")
 WIDTH_IN = 9.0
 DPI = 150
 # Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).
@@ -197,6 +198,60 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows))
         _titles(fig, ax, title, subtitle)
         return _save(fig, out_dir, name, title, subtitle)
+
+
+def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: Path, name: str = "vs_published",
+                       where: str = "") -> Chart:
+    """The report's headline: each configuration's throughput as a multiple of the published median for its GPU,
+    one bar each (from 0), a line at 1.0\u00d7 (as published) and the band within `tolerance` of it shaded.
+
+    `panels`: `[{"title": str | None, "rows": [{"label": str, "ratio": float, "precision": str}]}]`, one panel per
+    run where a report has several (they share the axis); the ratios are `analysis.ranking.vs_published`'s.
+    """
+    n_rows = sum(len(p["rows"]) for p in panels)
+    title = f"Against published results{_on(where)}"
+    caption = ("Each bar: throughput divided by the median of published results for the same GPU, workload, "
+               "sequence length, precision and GPU count; 1.0\u00d7 is as published, the shaded band within "
+               f"{tolerance:.0%} of it. Batch sizes and software versions differ by source.")
+    ratios = [r["ratio"] for p in panels for r in p["rows"]]
+    top = max(ratios + [1.0 + tolerance])
+    with _figure(1.5 + 0.34 * n_rows + 0.55 * len(panels), nrows=len(panels), ncols=1, sharex=True,
+                 gridspec_kw={"height_ratios": [len(p["rows"]) + 0.6 for p in panels]}) as (fig, axes):
+        for panel, row_axes in zip(panels, axes, strict=True):
+            ax = row_axes[0]
+            rows = panel["rows"]
+            ys = list(range(len(rows)))[::-1]  # first row on top
+            ax.axvspan(1.0 - tolerance, 1.0 + tolerance, color=OKABE_ITO["sky"], alpha=0.16, linewidth=0, zorder=0)
+            ax.barh(ys, [r["ratio"] for r in rows], color=[_precision_colour(r["precision"]) for r in rows],
+                    height=0.66, zorder=2)
+            ax.axvline(1.0, color=TEXT, linewidth=1.3, zorder=3)
+            for y, r in zip(ys, rows, strict=True):
+                ax.text(r["ratio"] + top * 0.012, y, fmt.ratio(r["ratio"]), va="center", fontsize=8.5, color=TEXT,
+                        zorder=4, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
+            ax.set_yticks(ys, [r["label"] for r in rows])
+            ax.set_ylim(-0.6, len(rows) - 0.4)
+            ax.grid(axis="y", visible=False)
+            if panel.get("title"):
+                ax.set_title(panel["title"], fontsize=11, pad=8)
+        last = axes[-1][0]
+        last.set_xlim(0, top * 1.14)
+        from matplotlib.ticker import FuncFormatter
+
+        last.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.1f}\u00d7"))
+        last.set_xlabel("\u00d7 the published median for the same GPU (higher is better)")
+        _vs_published_legend(fig, [r["precision"] for p in panels for r in p["rows"]], tolerance)
+        _suptitle(fig, title)
+        return _save(fig, out_dir, name, title, caption)
+
+
+def _vs_published_legend(fig, precisions: list[str], tolerance: float) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=_precision_colour(p), label=fmt.precision_name(p)) for p in dict.fromkeys(precisions)]
+    handles += [Line2D([], [], color=TEXT, linewidth=1.3, label="published median"),
+                Patch(facecolor=OKABE_ITO["sky"], alpha=0.3, label=f"within {tolerance:.0%}")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5, handlelength=1.2)
 
 
 def _ranking_legend(ax, has_same_gpu: bool) -> None:

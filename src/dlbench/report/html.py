@@ -33,6 +33,7 @@ from dlbench.analysis.stats import CV_WARN, step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
+from dlbench.report.summary_section import summary_section
 from dlbench.report.telemetry_section import telemetry_figures, telemetry_series  # noqa: F401 (named here too)
 
 _short_config = short_config  # the name tests and older callers use
@@ -85,7 +86,15 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
     if fleet:
         for g in fleet["groups"]:
             g["figure"] = _figure(g.pop("chart"))
-    figures = [f for g in groups for f in g["figures"]] + [g["figure"] for g in (fleet or {}).get("groups", [])]
+    summary = summary_section(documents, runs, vs, chart_dir, published, fleet)
+    if summary["figure"] is not None:
+        summary["figure"] = _figure(summary["figure"])
+    # A finding links to the section with its details only where the page has that section.
+    present = {"#results"} | {f"#{g['id']}" for g in groups} | ({"#fleet"} if fleet else set())
+    for item in summary["items"]:
+        item["href"] = item["href"] if item["href"] in present else None
+    figures = ([summary["figure"]] if summary["figure"] else []) + [f for g in groups for f in g["figures"]] + [
+        g["figure"] for g in (fleet or {}).get("groups", [])]
     context = {
         "title": "dlbench report",
         "runs": runs,
@@ -94,6 +103,7 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
         "columns": _columns(rows),
         "groups": groups,
         "fleet": fleet,
+        "summary": summary,
         # A fleet's results (one row per run and configuration) behind a toggle: the fleet section sums them up.
         "collapse_results": len(runs) > FACT_RUNS_MAX and len(rows) > RESULT_ROWS_MAX,
         "config_count": len({config_key(r) for doc in documents for r in doc.get("results") or []}),
@@ -287,14 +297,8 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
                                                "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
                                                "vs": vs})
-    if not groups:
-        reasons = sorted({vs["reason"] or "" for doc, vs_by_result in zip(documents, vs_by_doc, strict=True)
-                          for r, vs in zip(doc.get("results") or [], vs_by_result, strict=True)
-                          if r.get("status") == "ok"} - {""})
-        if not reasons:
-            return None
-        return _group("ranking", "Against published results", "Nothing here is comparable with published "
-                      "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
+    if not groups:  # nothing comparable (a CPU or --tiny run): no section; "At a glance" says why
+        return None
     figures, notes = [], []
     for (workload, precision, seq_len, n), every in sorted(groups.items(), key=lambda kv: str(kv[0])):
         thinned = thin(every, lambda e: e["key"])
