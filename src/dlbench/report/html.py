@@ -335,10 +335,8 @@ def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                 prefix[len(entries)] = run["prefix"]
             entries.append(e)
     intro = "What torch.compile and mixed precision buy on this hardware, measured within the same run."
-    if not entries:
-        return _group("speedups", "Speed-ups", intro, [], [
-            "No speed-up to show: a run needs the same configuration both eager and compiled, or in mixed and "
-            "full precision."])
+    if not entries:  # no pair that differs in compile mode or precision alone: no section
+        return None
     return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=chart_where(runs)))])
 
 
