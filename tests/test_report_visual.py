@@ -309,3 +309,16 @@ def test_at_a_glance_of_a_fleet_leads_with_its_verdict(tmp_path, figures):
     assert tone == "bad" and text.startswith("Problem: Fleet. 8 nodes, 1 slow: node08 (-16%, thermal throttling)")
     assert '<a href="#fleet">Details</a>' in _glance(html)
     assert "vs_published" not in figures  # the fleet chart is the headline of a fleet
+
+
+def test_sections_run_from_the_headline_to_the_diagnostics(tmp_path):
+    # Multi-GPU scaling, a headline of a data-parallel run, came after the step-time box plots.
+    from report_docs import write_sample_report
+
+    _, index = write_sample_report(tmp_path / "out")
+    html = index.read_text(encoding="utf-8")
+    order = ["glance", "results", "ranking", "speedups", "scaling", "telemetry", "distribution", "environment",
+             "methodology"]
+    assert re.findall(r'<section class="card[^"]*" id="(\w+)"', html) == order
+    nav = re.search(r'<nav class="toc".*?</nav>', html, re.S).group(0)
+    assert re.findall(r'href="#(\w+)"', nav) == order

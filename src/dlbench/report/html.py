@@ -75,12 +75,14 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
     # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
     # the "Against published results" section says why, once.
     show_vs = any(r["vs_main"] != fmt.DASH for r in rows)
+    # The chart sections from the headline down to the diagnostics: how it ranks, what compile and precision buy,
+    # how it scales, what the GPUs did, then how steady each step was.
     groups = [g for g in (
         _ranking_group(documents, runs, vs, published, chart_dir),
         _speedup_group(documents, runs, chart_dir),
-        _step_time_group(documents, runs, chart_dir),
         _scaling_group(documents, runs, chart_dir),
         _telemetry_group(documents, runs, chart_dir),
+        _step_time_group(documents, runs, chart_dir),
     ) if g is not None]
     fleet = fleet_section(documents, chart_dir, threshold_pct=threshold_pct, alpha=alpha)
     if fleet:
