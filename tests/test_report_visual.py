@@ -14,7 +14,7 @@ import re
 import pytest
 from markupsafe import escape as html_escape
 
-from dlbench.report import charts
+from dlbench.report import charts, fmt
 from dlbench.report.html import write_report
 from fleet_docs import THERMAL, ddp_result_with_series, node, tel
 from report_docs import environment, make_document, make_result, telemetry_block
@@ -26,9 +26,9 @@ def figures(monkeypatch):
     drawn = {}
     real = charts._save
 
-    def save(fig, out_dir, name, title, caption):
+    def save(fig, out_dir, name, title, caption, alt=""):
         drawn[name] = fig
-        return real(fig, out_dir, name, title, caption)
+        return real(fig, out_dir, name, title, caption, alt)
 
     monkeypatch.setattr(charts, "_save", save)
     return drawn
@@ -322,3 +322,26 @@ def test_sections_run_from_the_headline_to_the_diagnostics(tmp_path):
     assert re.findall(r'<section class="card[^"]*" id="(\w+)"', html) == order
     nav = re.search(r'<nav class="toc".*?</nav>', html, re.S).group(0)
     assert re.findall(r'href="#(\w+)"', nav) == order
+
+
+def test_every_chart_has_alt_text_that_gives_its_figures(tmp_path):
+    # The alt text was the chart's title ("ResNet-50 v1.5 · TF32 · 1 GPU"): a screen reader heard which chart,
+    # never what it showed.
+    from report_docs import sample_document
+
+    doc = sample_document()
+    html = write_report([doc], tmp_path / "out").read_text(encoding="utf-8")
+    alts = dict((name, alt) for alt, name in re.findall(r'<img src="[^"]+" alt="([^"]*)" data-chart="([^"]+)"', html))
+    kinds = {"vs_published": "Bar chart", "ranking_": "Bar chart", "speedups": "Bar chart", "step_times": "Box plots",
+             "scaling": "Line charts", "telemetry": "Line charts"}
+    assert len(alts) == 8
+    for name, alt in alts.items():
+        (kind,) = [k for prefix, k in kinds.items() if name.startswith(prefix)]
+        assert alt.startswith(kind), (name, alt)
+    ranking = alts["ranking_resnet50_tf32_na_1gpu"]
+    tf32_eager = next(r for r in doc["results"] if r["precision"] == "tf32" and r["compile"] == "off")
+    assert f"this run: H100 SXM5 80GB · eager {fmt.throughput(tf32_eager['samples_per_s'])}" in ranking
+    assert re.search(r"H100 SXM5 80GB [\d,]+", ranking)  # the published bar of the same GPU, with its figure
+    assert "1.00×" not in alts["speedups"] and re.search(r"mode default \d\.\d\d×", alts["speedups"])
+    assert re.search(r"2 GPUs [\d,]+ images/s \([\d.]+% of linear\)", alts["scaling"])
+    assert "median" in alts["step_times"] and " ms" in alts["step_times"]

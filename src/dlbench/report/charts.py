@@ -108,6 +108,7 @@ class Chart:
     caption: str
     png: Path
     svg: Path
+    alt: str = ""  # what the chart shows, in words, for a reader who cannot see it (the page's alt text)
 
 
 @contextmanager
@@ -121,12 +122,18 @@ def _figure(height_in: float, nrows: int = 1, ncols: int = 1, **kwargs: Any):
         yield fig, axes
 
 
-def _save(fig, out_dir: Path, name: str, title: str, caption: str) -> Chart:
+def _save(fig, out_dir: Path, name: str, title: str, caption: str, alt: str = "") -> Chart:
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
     fig.savefig(png, dpi=DPI)
     fig.savefig(svg, metadata={"Date": None})
-    return Chart(name=name, title=title, caption=caption, png=png, svg=svg)
+    return Chart(name=name, title=title, caption=caption, png=png, svg=svg, alt=alt or title)
+
+
+def _listed(parts: list[str], most: int = 12) -> str:
+    """Items of an alt text, the first `most` of them and a count of the rest."""
+    shown = "; ".join(parts[:most])
+    return shown + (f"; and {len(parts) - most} more" if len(parts) > most else "")
 
 
 def _suptitle(fig, title: str) -> None:
@@ -197,7 +204,9 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
         _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows))
         _titles(fig, ax, title, subtitle)
-        return _save(fig, out_dir, name, title, subtitle)
+        alt = (f"Bar chart of training throughput in {unit}/s, fastest first: {title}. " + _listed(
+            [f"{r['label'].lstrip(chr(0x25b6) + ' ')} {fmt.throughput(r['samples_per_s'])}" for r in rows], 20) + ".")
+        return _save(fig, out_dir, name, title, subtitle, alt)
 
 
 def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: Path, name: str = "vs_published",
@@ -241,7 +250,10 @@ def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: 
         last.set_xlabel("\u00d7 the published median for the same GPU (higher is better)")
         _vs_published_legend(fig, [r["precision"] for p in panels for r in p["rows"]], tolerance)
         _suptitle(fig, title)
-        return _save(fig, out_dir, name, title, caption)
+        alt = (f"Bar chart of each configuration's throughput as a multiple of the published median for its GPU: "
+               f"{title}. " + _listed([f"{p['title'] + ' ' if p.get('title') else ''}{r['label']} "
+                                       f"{fmt.ratio(r['ratio'])}" for p in panels for r in p["rows"]], 40) + ".")
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 def _vs_published_legend(fig, precisions: list[str], tolerance: float) -> None:
@@ -297,7 +309,9 @@ def speedup_chart(entries: list[dict[str, Any]], out_dir: Path, name: str = "spe
             ax.set_title(panel_title, fontsize=11, pad=8)
             ax.set_xlabel("speed-up (\u00d7 baseline throughput, higher is better)")
         _suptitle(fig, title)
-        return _save(fig, out_dir, name, title, caption)
+        alt = (f"Bar chart: {title}. " + _listed([f"{_speedup_label(e, (prefix or {}).get(i))} "
+                                                  f"{fmt.ratio(e['speedup'])}" for i, e in enumerate(entries)]) + ".")
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 def _speedup_label(entry: dict[str, Any], run_label: str | None) -> str:
@@ -377,7 +391,11 @@ def step_time_chart(groups: list[dict[str, Any]], out_dir: Path, name: str = "st
             axes[-1][0].set_xlabel("step time (ms, lower is better; axes zoomed to the steps, not from 0)")
         _precision_legend(fig, [c.get("precision") for g in groups for c in g["configs"]])
         _suptitle(fig, title)
-        return _save(fig, out_dir, name, title, caption)
+        medians = [f"{fmt.workload_name(g['workload'])} {c['label']}: median "
+                   f"{_box_stats([t * 1e3 for t in c['step_times_s']], c)['med']:.1f} ms"
+                   for g in groups for c in g["configs"] if c["step_times_s"]]
+        alt = f"Box plots of measured step times per configuration: {title}. " + _listed(medians) + "."
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 def _step_dots(ax, y: int, times_ms: list[float], config: dict[str, Any]) -> None:
@@ -481,7 +499,14 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
         for ax in flat[len(series):]:
             ax.set_visible(False)
         _suptitle(fig, title)
-        return _save(fig, out_dir, name, title, caption)
+        parts = [f"{fmt.workload_name(s['workload'], s.get('seq_len'))} {fmt.precision_name(s['precision'])}: "
+                 + ", ".join(f"{p['world_size']} GPU{'s' if p['world_size'] != 1 else ''} "
+                             f"{fmt.throughput(p['samples_per_s'])} {fmt.unit_of(s)}/s"
+                             + (f" ({fmt.percent(p['scaling_efficiency'])} of linear)"
+                                if p.get("scaling_efficiency") is not None else "") for p in s["points"])
+                 for s in series]
+        alt = f"Line charts of throughput against the number of GPUs: {title}. " + _listed(parts) + "."
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 # Telemetry series to plot: (column of the sampler's `series`, axis label, scale to the axis unit).
@@ -535,7 +560,10 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
         fig.legend(handles, labels, loc="outside lower center", ncols=_legend_columns([t["label"] for t in traces]),
                    fontsize=8.5)
         _suptitle(fig, title)
-        return _save(fig, out_dir, name, title, caption)
+        what = ", ".join(label.split(" (")[0] for _, label, _ in panels)
+        alt = (f"Line charts of {what} over the measured steps, one line per "
+               f"{'GPU' if subject else 'configuration'} ({len(traces)}): {title}.")
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 def _legend_columns(labels: list[str], most: int = 4) -> int:
@@ -621,7 +649,10 @@ def fleet_chart(points: list[dict[str, Any]], median: float | None, threshold_pc
             _fleet_percent_axis(ax, median)
         _fleet_legend(fig, [p["verdict"] for p in rows + strip], threshold_pct, median is not None)
         _titles(fig, ax, title, subtitle)
-        return _save(fig, out_dir, name, title, caption)
+        flagged = [f"{p['node']} {p['label']}" for p in points if p["flagged"]]
+        alt = (f"Dot plot of {unit}/s per host: {title}. {subtitle} "
+               + (f"Flagged: {_listed(flagged)}." if flagged else "No host flagged."))
+        return _save(fig, out_dir, name, title, caption, alt)
 
 
 def _label_room(rows: list[dict[str, Any]], left: float, right: float, span: float) -> float:
