@@ -345,3 +345,14 @@ def test_every_chart_has_alt_text_that_gives_its_figures(tmp_path):
     assert "1.00×" not in alts["speedups"] and re.search(r"mode default \d\.\d\d×", alts["speedups"])
     assert re.search(r"2 GPUs [\d,]+ images/s \([\d.]+% of linear\)", alts["scaling"])
     assert "median" in alts["step_times"] and " ms" in alts["step_times"]
+
+
+def test_methodology_counts_agree_with_their_nouns(tmp_path):
+    # A CPU quick run read "1 steps per configuration".
+    one = make_result("resnet50", "fp32", "off", 2, device="cpu", steps=2, repeats=2, seed=1)
+    one["warmup_step_times_s"] = [0.6]
+    html = write_report([make_document([one], env=environment(gpu_name=None))], tmp_path / "out").read_text(
+        encoding="utf-8")
+    assert "<td>1 step per configuration," in html and "<td>2 repeats of 2 steps, timed with" in html
+    more = write_report([make_document([make_result(steps=30, seed=2)])], tmp_path / "gpu").read_text(encoding="utf-8")
+    assert "<td>5 steps per configuration," in more and "<td>3 repeats of 30 steps," in more

@@ -456,16 +456,19 @@ def _methodology(documents) -> list[tuple[str, str]]:
             steps.update(len(rep.get("step_times_s") or []) for rep in reps)
             devices.add(str(r.get("device") or "").split(":")[0])
 
-    def counts(values: set[int]) -> str:
-        return " or ".join(str(v) for v in sorted(values)) or fmt.DASH
+    def counts(values: set[int], noun: str) -> str:
+        """`10 steps`, `1 step`, `2 or 3 repeats`: the noun agrees with the largest count."""
+        if not values:
+            return f"{fmt.DASH} {noun}s"
+        return " or ".join(str(v) for v in sorted(values)) + f" {noun}{'' if max(values) == 1 else 's'}"
 
     kinds = [kind for kind in _CLOCKS if kind in devices]
     clocks = "; ".join(_CLOCKS[kind] + (f" ({kind.upper()} runs)" if len(kinds) > 1 else "") for kind in kinds)
     return [
         ("Data", "Synthetic random inputs drawn once from a fixed seed and moved to the device before timing "
                  "starts; data loading is not measured."),
-        ("Warm-up", f"{counts(warmups)} steps per configuration, timed but excluded from every figure."),
-        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps, timed with "
+        ("Warm-up", f"{counts(warmups, 'step')} per configuration, timed but excluded from every figure."),
+        ("Measurement", f"{counts(repeats, 'repeat')} of {counts(steps, 'step')}, timed with "
                         f"{clocks or 'the device clock'}; each configuration runs in its own process."),
         ("Throughput", "Per repeat: samples / sum of its step times (samples = batch size \u00d7 GPUs). Reported: "
                        "the mean over repeats; CV is their coefficient of variation (warning above 5%)."),
