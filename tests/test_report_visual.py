@@ -356,3 +356,14 @@ def test_methodology_counts_agree_with_their_nouns(tmp_path):
     assert "<td>1 step per configuration," in html and "<td>2 repeats of 2 steps, timed with" in html
     more = write_report([make_document([make_result(steps=30, seed=2)])], tmp_path / "gpu").read_text(encoding="utf-8")
     assert "<td>5 steps per configuration," in more and "<td>3 repeats of 30 steps," in more
+
+
+def test_environment_leaves_out_what_no_run_recorded(tmp_path):
+    env = environment(gpu_name=None, driver_version=None, nccl_version=None)
+    cpu = make_result("resnet50", "fp32", "off", 2, device="cpu", steps=4, seed=1)
+    html = write_report([make_document([cpu], env=env)], tmp_path / "cpu").read_text(encoding="utf-8")
+    table = re.search(r'<section class="card" id="environment">(.*?)</section>', html, re.S).group(1)
+    assert "NVIDIA driver" not in table and "NCCL" not in table and "git commit" not in table
+    assert "<th scope=\"row\">PyTorch</th><td>2.11.0+cu128</td>" in table
+    gpu = write_report([make_document([make_result(seed=2)])], tmp_path / "gpu").read_text(encoding="utf-8")
+    assert "<th scope=\"row\">NVIDIA driver</th><td>570.133.20</td>" in gpu
