@@ -367,3 +367,16 @@ def test_environment_leaves_out_what_no_run_recorded(tmp_path):
     assert "<th scope=\"row\">PyTorch</th><td>2.11.0+cu128</td>" in table
     gpu = write_report([make_document([make_result(seed=2)])], tmp_path / "gpu").read_text(encoding="utf-8")
     assert "<th scope=\"row\">NVIDIA driver</th><td>570.133.20</td>" in gpu
+
+
+def test_ranking_legend_names_the_highlighted_bars_of_several_runs(tmp_path, figures):
+    # Three runs' bars were all "this run" in the legend.
+    a = make_document([make_result(step_time_s=0.1, seed=1)], env=environment(hostname="lab1"))
+    b = make_document([make_result(step_time_s=0.2, seed=2)],
+                      env=environment(gpu_name="NVIDIA A100-SXM4-80GB", hostname="lab2"))
+    write_report([a, b], tmp_path / "two")
+    legend = [t.get_text() for t in figures["ranking_resnet50_amp-fp16_na_1gpu"].axes[0].get_legend().get_texts()]
+    assert legend[0] == "these runs"
+    write_report([a], tmp_path / "one")
+    legend = [t.get_text() for t in figures["ranking_resnet50_amp-fp16_na_1gpu"].axes[0].get_legend().get_texts()]
+    assert legend[0] == "this run"

@@ -170,12 +170,14 @@ def _thousands():
 
 
 def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
-                  name: str, num_gpus: int = 1, same_gpu: frozenset[str] | set[str] = frozenset()) -> Chart:
+                  name: str, num_gpus: int = 1, same_gpu: frozenset[str] | set[str] = frozenset(),
+                  ours: str = "this run") -> Chart:
     """Horizontal bars of samples/s, fastest on top; rows with `is_this_run` highlighted (AIME/Lambda style).
 
     `rows` come from `analysis.ranking.rank_among_published`: `label`, `samples_per_s`, `is_this_run`.
     Published bars whose label is in `same_gpu` (the GPU this run used) are drawn darker, so the gap between
-    this run and what others measured on the same GPU shows at a glance.
+    this run and what others measured on the same GPU shows at a glance. `ours` names the highlighted bars in the
+    legend (`this run`, or the runs of a report of several).
     """
     n = len(rows)
     with _figure(1.3 + 0.34 * n) as (fig, axes):
@@ -202,7 +204,7 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.xaxis.set_major_formatter(_thousands())
         total = f", total of {num_gpus} GPUs" if num_gpus > 1 else ""
         ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
-        _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows))
+        _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows), ours)
         _titles(fig, ax, title, subtitle)
         alt = (f"Bar chart of training throughput in {unit}/s, fastest first: {title}. " + _listed(
             [f"{r['label'].lstrip(chr(0x25b6) + ' ')} {fmt.throughput(r['samples_per_s'])}" for r in rows], 20) + ".")
@@ -266,10 +268,10 @@ def _vs_published_legend(fig, precisions: list[str], tolerance: float) -> None:
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5, handlelength=1.2)
 
 
-def _ranking_legend(ax, has_same_gpu: bool) -> None:
+def _ranking_legend(ax, has_same_gpu: bool, ours: str = "this run") -> None:
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=THIS_RUN_COLOUR, label="this run")]
+    handles = [Patch(color=THIS_RUN_COLOUR, label=ours)]
     if has_same_gpu:
         handles.append(Patch(color=SAME_GPU_COLOUR, label="published, same GPU"))
     handles.append(Patch(color=PUBLISHED_COLOUR, label="published, other GPUs"))

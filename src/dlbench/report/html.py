@@ -314,11 +314,14 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
-        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for this run's "
-                    "GPU. Batch sizes differ by source.")
+        # A report of several runs: its bars are "these runs'", each labelled with its run (or host).
+        ours = "this run" if len(documents) == 1 else "these runs"
+        whose = "this run's GPU" if len(documents) == 1 else "these runs' GPUs"
+        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for {whose}. "
+                    "Batch sizes differ by source.")
         same_gpu = {e["vs"]["gpu"] for e in entries if e["vs"]["gpu"]}
         chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n,
-                                     same_gpu=same_gpu)
+                                     same_gpu=same_gpu, ours=ours)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         if len(entries) < len(every):
             caption += f". {THINNED}"
