@@ -212,3 +212,37 @@ def test_a_long_error_message_does_not_widen_the_results_table(browser, tmp_path
     layout = json.loads(htmllib.unescape(match.group(1)))
     assert layout["table"] <= layout["room"]
     assert layout["page"] <= layout["viewport"]
+
+
+HEADLINE_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const img = document.querySelector("figure.headline img");
+  const out = {viewport: window.innerWidth, natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+               box: img.closest("figure").getBoundingClientRect().width};
+  const pre = document.createElement("pre");
+  pre.id = "dlbench-headline-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+def test_a_phone_gets_the_headline_chart_drawn_at_its_width(browser, sample_report, tmp_path, width):
+    # At 420 px the 9-inch headline chart was scaled to fit (or scrolled): its 9 pt labels came out at 6 px.
+    _, index = sample_report
+    check = index.parent / f"headline-check-{width}.html"
+    check.write_text(index.read_text(encoding="utf-8").replace("</body>", HEADLINE_CHECK + "</body>"),
+                     encoding="utf-8")
+    proc = _chromium(browser, tmp_path / "profile", f"--window-size={width},2000", "--virtual-time-budget=10000",
+                     "--dump-dom", check.as_uri())
+    match = re.search(r'<pre id="dlbench-headline-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"no layout report in the DOM (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    layout = json.loads(htmllib.unescape(match.group(1)))
+    if width < 720:
+        assert layout["natural"] < 500  # the phone variant (4.4 in), shown at about its own size
+        assert layout["shown"] <= layout["box"] and layout["shown"] > 0.8 * layout["natural"]
+    else:
+        assert layout["natural"] > 800  # the 9-inch chart

@@ -91,7 +91,7 @@ _STYLE = {
 }
 # File stems this module writes: `html.write_report` removes earlier ones it did not rewrite.
 CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*",
-               "vs_published")
+               "vs_published", "vs_published_narrow")
 WIDTH_IN = 9.0
 DPI = 150
 # Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).
@@ -112,12 +112,12 @@ class Chart:
 
 
 @contextmanager
-def _figure(height_in: float, nrows: int = 1, ncols: int = 1, **kwargs: Any):
+def _figure(height_in: float, nrows: int = 1, ncols: int = 1, width_in: float = WIDTH_IN, **kwargs: Any):
     import matplotlib
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_STYLE):
-        fig = Figure(figsize=(WIDTH_IN, height_in), layout="constrained")
+        fig = Figure(figsize=(width_in, height_in), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False, **kwargs)
         yield fig, axes
 
@@ -140,7 +140,8 @@ def _suptitle(fig, title: str) -> None:
     """Bold title at the figure's left edge, wrapped so that a long hardware name is never cut off."""
     import textwrap
 
-    fig.suptitle(textwrap.fill(title, TITLE_CHARS), x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
+    chars = int(TITLE_CHARS * fig.get_figwidth() / WIDTH_IN)
+    fig.suptitle(textwrap.fill(title, chars), x=0.01, ha="left", fontweight="bold", fontsize=13, color=TEXT)
 
 
 def _titles(fig, ax, title: str, subtitle: str | None = None) -> None:
@@ -211,13 +212,19 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         return _save(fig, out_dir, name, title, subtitle, alt)
 
 
+# The headline chart's phone-width variant: about the width of a phone's page, so its text reads at its own size.
+NARROW_WIDTH_IN = 4.4
+
+
 def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: Path, name: str = "vs_published",
-                       where: str = "") -> Chart:
+                       where: str = "", narrow: bool = False) -> Chart:
     """The report's headline: each configuration's throughput as a multiple of the published median for its GPU,
     one bar each (from 0), a line at 1.0\u00d7 (as published) and the band within `tolerance` of it shaded.
 
     `panels`: `[{"title": str | None, "rows": [{"label": str, "ratio": float, "precision": str}]}]`, one panel per
     run where a report has several (they share the axis); the ratios are `analysis.ranking.vs_published`'s.
+    `narrow` draws it `NARROW_WIDTH_IN` wide for a phone, each configuration's name above its bar instead of
+    beside it (the names would take half the width).
     """
     n_rows = sum(len(p["rows"]) for p in panels)
     title = f"Against published results{_on(where)}"
@@ -226,31 +233,45 @@ def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: 
                f"{tolerance:.0%} of it. Batch sizes and software versions differ by source.")
     ratios = [r["ratio"] for p in panels for r in p["rows"]]
     top = max(ratios + [1.0 + tolerance])
-    with _figure(1.5 + 0.34 * n_rows + 0.55 * len(panels), nrows=len(panels), ncols=1, sharex=True,
+    row_in, bar = (0.5, 0.4) if narrow else (0.34, 0.66)
+    with _figure(1.5 + row_in * n_rows + 0.55 * len(panels) + (0.5 if narrow else 0), nrows=len(panels), ncols=1,
+                 sharex=True, width_in=NARROW_WIDTH_IN if narrow else WIDTH_IN,
                  gridspec_kw={"height_ratios": [len(p["rows"]) + 0.6 for p in panels]}) as (fig, axes):
         for panel, row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
             rows = panel["rows"]
             ys = list(range(len(rows)))[::-1]  # first row on top
+            bar_ys = [y - 0.12 for y in ys] if narrow else ys  # room above each bar for its name
             ax.axvspan(1.0 - tolerance, 1.0 + tolerance, color=OKABE_ITO["sky"], alpha=0.16, linewidth=0, zorder=0)
-            ax.barh(ys, [r["ratio"] for r in rows], color=[_precision_colour(r["precision"]) for r in rows],
-                    height=0.66, zorder=2)
+            ax.barh(bar_ys, [r["ratio"] for r in rows], color=[_precision_colour(r["precision"]) for r in rows],
+                    height=bar, zorder=2)
             ax.axvline(1.0, color=TEXT, linewidth=1.3, zorder=3)
-            for y, r in zip(ys, rows, strict=True):
+            for y, r in zip(bar_ys, rows, strict=True):
                 ax.text(r["ratio"] + top * 0.012, y, fmt.ratio(r["ratio"]), va="center", fontsize=8.5, color=TEXT,
                         zorder=4, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
-            ax.set_yticks(ys, [r["label"] for r in rows])
-            ax.set_ylim(-0.6, len(rows) - 0.4)
+                if narrow:
+                    ax.text(0.0, y + bar / 2 + 0.04, r["label"], va="bottom", ha="left", fontsize=8.5, color=TEXT,
+                            zorder=4, bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 0.5})
+            if narrow:
+                ax.set_yticks([])
+                ax.spines["left"].set_visible(True)
+            else:
+                ax.set_yticks(ys, [r["label"] for r in rows])
+            ax.set_ylim(-0.6, len(rows) - (0.25 if narrow else 0.4))
             ax.grid(axis="y", visible=False)
             if panel.get("title"):
                 ax.set_title(panel["title"], fontsize=11, pad=8)
         last = axes[-1][0]
-        last.set_xlim(0, top * 1.14)
-        from matplotlib.ticker import FuncFormatter
+        last.set_xlim(0, top * (1.2 if narrow else 1.14))
+        from matplotlib.ticker import FuncFormatter, MaxNLocator
 
         last.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.1f}\u00d7"))
-        last.set_xlabel("\u00d7 the published median for the same GPU (higher is better)")
-        _vs_published_legend(fig, [r["precision"] for p in panels for r in p["rows"]], tolerance)
+        if narrow:
+            last.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            last.set_xlabel("\u00d7 published median, same GPU\n(higher is better)")
+        else:
+            last.set_xlabel("\u00d7 the published median for the same GPU (higher is better)")
+        _vs_published_legend(fig, [r["precision"] for p in panels for r in p["rows"]], tolerance, 2 if narrow else 0)
         _suptitle(fig, title)
         alt = (f"Bar chart of each configuration's throughput as a multiple of the published median for its GPU: "
                f"{title}. " + _listed([f"{p['title'] + ' ' if p.get('title') else ''}{r['label']} "
@@ -258,14 +279,15 @@ def vs_published_chart(panels: list[dict[str, Any]], tolerance: float, out_dir: 
         return _save(fig, out_dir, name, title, caption, alt)
 
 
-def _vs_published_legend(fig, precisions: list[str], tolerance: float) -> None:
+def _vs_published_legend(fig, precisions: list[str], tolerance: float, ncols: int = 0) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles = [Patch(facecolor=_precision_colour(p), label=fmt.precision_name(p)) for p in dict.fromkeys(precisions)]
     handles += [Line2D([], [], color=TEXT, linewidth=1.3, label="published median"),
                 Patch(facecolor=OKABE_ITO["sky"], alpha=0.3, label=f"within {tolerance:.0%}")]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8.5, handlelength=1.2)
+    fig.legend(handles=handles, loc="outside lower center", ncols=ncols or len(handles), fontsize=8.5,
+               handlelength=1.2)
 
 
 def _ranking_legend(ax, has_same_gpu: bool, ours: str = "this run") -> None:

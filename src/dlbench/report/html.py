@@ -90,7 +90,8 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
             g["figure"] = _figure(g.pop("chart"))
     summary = summary_section(documents, runs, vs, chart_dir, published, fleet)
     if summary["figure"] is not None:
-        summary["figure"] = _figure(summary["figure"])
+        wide, narrow = summary["figure"]
+        summary["figure"] = {**_figure(wide), "narrow_uri": _data_uri(narrow), "narrow": narrow}
     # A finding links to the section with its details only where the page has that section.
     present = {"#results"} | {f"#{g['id']}" for g in groups} | ({"#fleet"} if fleet else set())
     for item in summary["items"]:
@@ -120,7 +121,8 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
         "failed_count": sum(1 for r in rows if r["status"] not in ("ok", "skipped")),
     }
     html = _render(context)
-    _remove_stale_charts(chart_dir, {f["chart"].name for f in figures})
+    _remove_stale_charts(chart_dir, {f["chart"].name for f in figures} | {f["narrow"].name for f in figures
+                                                                         if f.get("narrow")})
     out_dir.mkdir(parents=True, exist_ok=True)
     index = out_dir / "index.html"
     index.write_text(html, encoding="utf-8")
@@ -275,10 +277,12 @@ def _vs_note(vs: dict[str, Any]) -> str:
     return vs["reason"] or ""
 
 
+def _data_uri(chart: charts.Chart) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(chart.svg.read_bytes()).decode("ascii")
+
+
 def _figure(chart: charts.Chart, caption: str | None = None) -> dict[str, Any]:
-    svg = chart.svg.read_bytes()
-    return {"chart": chart, "caption": caption or chart.caption,
-            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
+    return {"chart": chart, "caption": caption or chart.caption, "data_uri": _data_uri(chart),
             "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
 
 

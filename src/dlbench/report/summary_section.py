@@ -61,7 +61,8 @@ def _named(names: list[str]) -> str:
 def summary_section(documents: list[dict[str, Any]], runs: list[dict[str, Any]],
                     vs_by_doc: list[list[dict[str, Any]]], chart_dir: Path, published: list[Any],
                     fleet: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The "At a glance" card's context: `items` (tone, title, text, href) and `figure` (a chart or None)."""
+    """The "At a glance" card's context: `items` (tone, title, text, href) and `figure` (the headline chart and its
+    phone-width variant, or None)."""
     items: list[dict[str, Any]] = []
     if fleet:
         items.append(_item("bad" if fleet["flagged"] else "good", "Fleet", fleet["summary"], "#fleet"))
@@ -217,7 +218,8 @@ def _doctor_hint(documents, runs, items) -> str | None:
     return f"dlbench doctor {runs[0]['short']}"
 
 
-def _chart(documents, runs, vs_by_doc, chart_dir) -> charts.Chart | None:
+def _chart(documents, runs, vs_by_doc, chart_dir) -> tuple[charts.Chart, charts.Chart] | None:
+    """The headline chart, and its variant for a phone; None when nothing is compared with published results."""
     panels = []
     for doc, run, vs_list in zip(documents, runs, vs_by_doc, strict=True):
         rows = [{"label": f"{fmt.workload_name(r['workload'], r.get('seq_len'))} \u00b7 "
@@ -230,4 +232,7 @@ def _chart(documents, runs, vs_by_doc, chart_dir) -> charts.Chart | None:
             panels.append({"title": f"{run['prefix']}: {run['gpus']}" if run["prefix"] else None, "rows": rows})
     if not panels:
         return None
-    return charts.vs_published_chart(panels, IN_LINE_TOLERANCE, chart_dir, where=chart_where(runs))
+    where = chart_where(runs)
+    return (charts.vs_published_chart(panels, IN_LINE_TOLERANCE, chart_dir, where=where),
+            charts.vs_published_chart(panels, IN_LINE_TOLERANCE, chart_dir, name="vs_published_narrow", where=where,
+                                      narrow=True))
