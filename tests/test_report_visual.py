@@ -380,3 +380,22 @@ def test_ranking_legend_names_the_highlighted_bars_of_several_runs(tmp_path, fig
     write_report([a], tmp_path / "one")
     legend = [t.get_text() for t in figures["ranking_resnet50_amp-fp16_na_1gpu"].axes[0].get_legend().get_texts()]
     assert legend[0] == "this run"
+
+
+def test_speed_up_bars_take_their_precisions_colour_and_a_slow_down_is_hatched(tmp_path, figures):
+    # Every speed-up bar was blue (TF32's colour next door) and a slow-down vermillion: colour meant two things.
+    results = [make_result(precision="tf32", step_time_s=0.2, seed=1),
+               make_result(precision="tf32", compile="default", step_time_s=0.22, seed=2),  # compile slower
+               make_result(precision="amp-fp16", step_time_s=0.1, seed=3),
+               make_result(precision="amp-fp16", compile="default", step_time_s=0.09, seed=4)]
+    write_report([make_document(results)], tmp_path / "out")
+    fig = figures["speedups"]
+    compile_ax, precision_ax = fig.axes
+    colours = {_hex(p.get_facecolor()) for p in precision_ax.patches}
+    assert colours == {charts.OKABE_ITO["orange"]}  # AMP FP16 vs TF32: the AMP colour
+    by_colour = {_hex(p.get_facecolor()): p for p in compile_ax.patches}
+    assert set(by_colour) == {charts.OKABE_ITO["blue"], charts.OKABE_ITO["orange"]}
+    assert by_colour[charts.OKABE_ITO["blue"]].get_hatch() == "///"  # TF32 compiled was slower
+    assert not by_colour[charts.OKABE_ITO["orange"]].get_hatch()
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["TF32", "AMP FP16", "slower"]
