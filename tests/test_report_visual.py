@@ -399,3 +399,10 @@ def test_speed_up_bars_take_their_precisions_colour_and_a_slow_down_is_hatched(t
     assert not by_colour[charts.OKABE_ITO["orange"]].get_hatch()
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["TF32", "AMP FP16", "slower"]
+
+
+def test_at_a_glance_counts_a_fleets_results_as_results_of_runs(tmp_path):
+    fleet = [node(f"node{i:02d}", seed=i) for i in range(1, 5)]
+    findings = _findings(write_report(fleet, tmp_path / "out").read_text(encoding="utf-8"))
+    (text,) = [t for _, t in findings if "against published results" in t]
+    assert "the published median for this GPU (4 results from 4 runs)." in text

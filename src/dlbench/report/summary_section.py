@@ -99,10 +99,9 @@ def _published_items(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
     for hardware, found in by_hardware.items():
         ratios = [ratio for ratio, _, _ in found]
         n = len(ratios)
-        across = f"{n} configuration{'s' if n != 1 else ''}"
         several = len(runs_of[hardware]) > 1  # then a configuration is named with its run
-        if several:
-            across += f" of {len(runs_of[hardware])} runs"
+        across = (f"{n} results from {len(runs_of[hardware])} runs" if several
+                  else f"{n} configuration{'s' if n != 1 else ''}")
         span = fmt.ratio(min(ratios)) if n == 1 else f"{fmt.ratio(min(ratios))} to {fmt.ratio(max(ratios))}"
         text = f"{span} the published median for this GPU ({across})."
         below = [f"{_name(r, run) if several else _name(r, {**run, 'prefix': None})} ({fmt.ratio(ratio)})"
