@@ -374,9 +374,10 @@ def test_ranking_legend_names_the_highlighted_bars_of_several_runs(tmp_path, fig
     a = make_document([make_result(step_time_s=0.1, seed=1)], env=environment(hostname="lab1"))
     b = make_document([make_result(step_time_s=0.2, seed=2)],
                       env=environment(gpu_name="NVIDIA A100-SXM4-80GB", hostname="lab2"))
-    write_report([a, b], tmp_path / "two")
+    html = write_report([a, b], tmp_path / "two").read_text(encoding="utf-8")
     legend = [t.get_text() for t in figures["ranking_resnet50_amp-fp16_na_1gpu"].axes[0].get_legend().get_texts()]
     assert legend[0] == "these runs"
+    assert "with the results of these runs highlighted" in html and "this run" not in html.split('id="ranking"')[1].split("</section>")[0]
     write_report([a], tmp_path / "one")
     legend = [t.get_text() for t in figures["ranking_resnet50_amp-fp16_na_1gpu"].axes[0].get_legend().get_texts()]
     assert legend[0] == "this run"

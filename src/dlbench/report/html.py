@@ -330,9 +330,10 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
         if len(entries) < len(every):
             caption += f". {THINNED}"
         figures.append(_figure(chart, caption))
+    ours = "this run's results" if len(documents) == 1 else "the results of these runs"
     return _group("ranking", "Against published results",
                   "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
-                  "precision and GPU count, with this run's results highlighted. Only like is compared with like.",
+                  f"precision and GPU count, with {ours} highlighted. Only like is compared with like.",
                   figures, notes)
 
 
