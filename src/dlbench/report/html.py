@@ -432,7 +432,8 @@ def _environment_table(documents, runs) -> dict[str, Any]:
         values = [fmt.plain((doc.get("environment") or {}).get(key)) for doc in documents]
         if any(v != fmt.DASH for v in values):
             rows.insert([r[0] for r in rows].index("cuDNN") + 1, (label, values))
-    # A fact no run recorded (a CPU run's NVIDIA driver, a run outside git) is a row of dashes: left out.
+    # A fact no run recorded (a CPU run's NVIDIA driver, a ROCm run's cuDNN, a run outside git) is a row of dashes:
+    # left out.
     rows = [(label, values) for label, values in rows if any(v != fmt.DASH for v in values)]
     if len(runs) <= FACT_RUNS_MAX:
         return {"headers": [r["short"] for r in runs], "rows": rows}
