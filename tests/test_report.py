@@ -34,13 +34,14 @@ def _images(html: str) -> list[tuple[str, str]]:
 def test_every_chart_is_saved_as_png_and_svg(sample_report):
     _, index = sample_report
     charts = index.parent / "charts"
-    for name in SAMPLE_CHARTS:
+    every = SAMPLE_CHARTS + ("vs_published_narrow",)  # the headline chart's phone-width variant too
+    for name in every:
         png, svg = charts / f"{name}.png", charts / f"{name}.svg"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         text = svg.read_text(encoding="utf-8")
         assert "<svg" in text and text.rstrip().endswith("</svg>"), name
-    assert {p.stem for p in charts.glob("*.png")} == set(SAMPLE_CHARTS)
-    assert {p.stem for p in charts.glob("*.svg")} == set(SAMPLE_CHARTS)
+    assert {p.stem for p in charts.glob("*.png")} == set(every)
+    assert {p.stem for p in charts.glob("*.svg")} == set(every)
 
 
 def test_html_embeds_every_chart_and_links_its_files(sample_report):
@@ -86,8 +87,10 @@ def test_cpu_tiny_run_explains_why_nothing_is_ranked(tmp_path):
     index = write_report([make_document(results, env=environment(gpu_name=None))], tmp_path / "out")
     html = index.read_text(encoding="utf-8")
     assert [name for _, name in _images(html)] == ["step_times"]
-    assert "Tiny flavour: published results are for the full-size models" in html
-    assert "No speed-up to show" in html
+    assert "Tiny flavour: published results are for the full-size models" in html  # said once, at a glance
+    # No empty cards: nothing ranked, no speed-up pair (one precision, eager only).
+    for section in ("ranking", "speedups"):
+        assert f'id="{section}"' not in html and f'href="#{section}"' not in html
     assert "CPU only (Test CPU, 32 cores)" in html
 
 

@@ -176,3 +176,73 @@ def test_fleet_section_on_a_phone(browser, tmp_path):
     assert layout["page"] <= width
     assert max(layout["cause_widths"]) > width * 0.7
     assert layout["facts"] == 4  # six runs: summed up, not eighteen cards
+
+
+WIDE_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const box = document.querySelector("#results .scroll");
+  const out = {page: document.documentElement.scrollWidth, viewport: window.innerWidth,
+               table: box.scrollWidth, room: box.clientWidth};
+  const pre = document.createElement("pre");
+  pre.id = "dlbench-wide-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def test_a_long_error_message_does_not_widen_the_results_table(browser, tmp_path):
+    # A compiler error of one unbreakable 40-character token sat in the Status column and pushed the table past
+    # its card: the message was cut off at the card's edge, to be scrolled to sideways.
+    from dlbench.report.html import write_report
+    from report_docs import make_document, make_result
+
+    failed = make_result("bert-base-squad", "amp-fp16", "default", 128, seq_len=384, status="error")
+    failed["error"] = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised: RuntimeError: Triton "
+                       "Error [CUDA]: an illegal memory access was encountered" + " x" * 40)
+    index = write_report([make_document([make_result(seed=1), failed])], tmp_path / "out")
+    check = index.parent / "wide-check.html"
+    check.write_text(index.read_text(encoding="utf-8").replace("</body>", WIDE_CHECK + "</body>"), encoding="utf-8")
+    proc = _chromium(browser, tmp_path / "profile", "--window-size=1400,2000", "--virtual-time-budget=10000",
+                     "--dump-dom", check.as_uri())
+    match = re.search(r'<pre id="dlbench-wide-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"no layout report in the DOM (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    layout = json.loads(htmllib.unescape(match.group(1)))
+    assert layout["table"] <= layout["room"]
+    assert layout["page"] <= layout["viewport"]
+
+
+HEADLINE_CHECK = """
+<script>
+window.addEventListener("load", () => {
+  const img = document.querySelector("figure.headline img");
+  const out = {viewport: window.innerWidth, natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+               box: img.closest("figure").getBoundingClientRect().width};
+  const pre = document.createElement("pre");
+  pre.id = "dlbench-headline-check";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+@pytest.mark.parametrize("width", [420, 1400])
+def test_a_phone_gets_the_headline_chart_drawn_at_its_width(browser, sample_report, tmp_path, width):
+    # At 420 px the 9-inch headline chart was scaled to fit (or scrolled): its 9 pt labels came out at 6 px.
+    _, index = sample_report
+    check = index.parent / f"headline-check-{width}.html"
+    check.write_text(index.read_text(encoding="utf-8").replace("</body>", HEADLINE_CHECK + "</body>"),
+                     encoding="utf-8")
+    proc = _chromium(browser, tmp_path / "profile", f"--window-size={width},2000", "--virtual-time-budget=10000",
+                     "--dump-dom", check.as_uri())
+    match = re.search(r'<pre id="dlbench-headline-check">(.*?)</pre>', proc.stdout, re.S)
+    assert match, f"no layout report in the DOM (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    layout = json.loads(htmllib.unescape(match.group(1)))
+    if width < 720:
+        assert layout["natural"] < 500  # the phone variant (4.4 in), shown at about its own size
+        assert layout["shown"] <= layout["box"] and layout["shown"] > 0.8 * layout["natural"]
+    else:
+        assert layout["natural"] > 800  # the 9-inch chart

@@ -178,7 +178,7 @@ def test_cli_selects_runs_as_dlbench_fleet_does(capsys, tmp_path):
     page = (tmp_path / "six" / "index.html").read_text(encoding="utf-8")
     assert "6 nodes, 1 slow: node04" in page and "node07" not in page
     code, out, _ = run_cli(capsys, "report", "-o", str(tmp_path / "latest"))  # still the latest run alone
-    assert code == 0 and "index.html (2 charts, " in out and "fleet section" not in out
+    assert code == 0 and "index.html (3 charts, " in out and "fleet section" not in out  # its headline, ranking, steps
     code, out, err = run_cli(capsys, "report", "--host", "nowhere*", "-o", str(tmp_path / "none"))
     assert code == 2 and out == "" and err.startswith("error: no runs match --host nowhere* (in database")
     folder = tmp_path / "array"

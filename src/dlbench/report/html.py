@@ -33,6 +33,7 @@ from dlbench.analysis.stats import CV_WARN, step_time_percentiles
 from dlbench.report import charts, fmt
 from dlbench.report.fleet_section import fleet_section
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
+from dlbench.report.summary_section import summary_section
 from dlbench.report.telemetry_section import telemetry_figures, telemetry_series  # noqa: F401 (named here too)
 
 _short_config = short_config  # the name tests and older callers use
@@ -74,25 +75,38 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
     # As in the run table: no "vs published" column when no result has a ratio or rank (a CPU or --tiny run);
     # the "Against published results" section says why, once.
     show_vs = any(r["vs_main"] != fmt.DASH for r in rows)
+    # The chart sections from the headline down to the diagnostics: how it ranks, what compile and precision buy,
+    # how it scales, what the GPUs did, then how steady each step was.
     groups = [g for g in (
         _ranking_group(documents, runs, vs, published, chart_dir),
         _speedup_group(documents, runs, chart_dir),
-        _step_time_group(documents, runs, chart_dir),
         _scaling_group(documents, runs, chart_dir),
         _telemetry_group(documents, runs, chart_dir),
+        _step_time_group(documents, runs, chart_dir),
     ) if g is not None]
     fleet = fleet_section(documents, chart_dir, threshold_pct=threshold_pct, alpha=alpha)
     if fleet:
         for g in fleet["groups"]:
             g["figure"] = _figure(g.pop("chart"))
-    figures = [f for g in groups for f in g["figures"]] + [g["figure"] for g in (fleet or {}).get("groups", [])]
+    summary = summary_section(documents, runs, vs, chart_dir, published, fleet)
+    if summary["figure"] is not None:
+        wide, narrow = summary["figure"]
+        summary["figure"] = {**_figure(wide), "narrow_uri": _data_uri(narrow), "narrow": narrow}
+    # A finding links to the section with its details only where the page has that section.
+    present = {"#results"} | {f"#{g['id']}" for g in groups} | ({"#fleet"} if fleet else set())
+    for item in summary["items"]:
+        item["href"] = item["href"] if item["href"] in present else None
+    figures = ([summary["figure"]] if summary["figure"] else []) + [f for g in groups for f in g["figures"]] + [
+        g["figure"] for g in (fleet or {}).get("groups", [])]
     context = {
         "title": "dlbench report",
         "runs": runs,
         "rows": rows,
         "show_vs": show_vs,
+        "columns": _columns(rows),
         "groups": groups,
         "fleet": fleet,
+        "summary": summary,
         # A fleet's results (one row per run and configuration) behind a toggle: the fleet section sums them up.
         "collapse_results": len(runs) > FACT_RUNS_MAX and len(rows) > RESULT_ROWS_MAX,
         "config_count": len({config_key(r) for doc in documents for r in doc.get("results") or []}),
@@ -107,7 +121,8 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
         "failed_count": sum(1 for r in rows if r["status"] not in ("ok", "skipped")),
     }
     html = _render(context)
-    _remove_stale_charts(chart_dir, {f["chart"].name for f in figures})
+    _remove_stale_charts(chart_dir, {f["chart"].name for f in figures} | {f["narrow"].name for f in figures
+                                                                         if f.get("narrow")})
     out_dir.mkdir(parents=True, exist_ok=True)
     index = out_dir / "index.html"
     index.write_text(html, encoding="utf-8")
@@ -221,11 +236,35 @@ def _result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
                 "tflops": fmt.tflops(r.get("achieved_flops_per_s")),
                 "vs_main": fmt.vs_published_short(vs),
                 # The list of what is published instead belongs to the ranking notes, not to every table cell.
-                "vs_note": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
+                "vs_title": _vs_note(vs).split(" (published: ", 1)[0] if r.get("status") == "ok" else "",
+                # Under the ratio only its rank: the sentence ("of published median (45 results); #4 of 10 GPUs")
+                # took four lines in every row; it stays in the cell's tooltip and the ranking captions.
+                "vs_note": _vs_short_note(vs) if r.get("status") == "ok" else "",
                 "vs_good": (vs["ratio"] or 0) >= 0.95,
-                "status": r.get("status") or "?", "error": r.get("error") or "", "sources": vs["sources"],
+                "status": r.get("status") or "?", "status_text": STATUS_TEXT.get(r.get("status"), r.get("status") or "?"),
+                "error": r.get("error") or "", "sources": vs["sources"],
             })
     return rows
+
+
+# How a status reads on the page (the stored names are the schema's, `store.documents.STATUSES`).
+STATUS_TEXT = {"oom": "out of memory", "timeout": "timed out"}
+# The results table's figure columns after the throughput, each left out when no result has a value for it (a CPU
+# run has no peak memory, a run of one repeat no CV): (row key, heading).
+_FIGURE_COLUMNS = (("cv", "CV"), ("step", "Step ms"), ("memory", "Peak memory"), ("tflops", "TFLOP/s"))
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    value = {"step": "step_ms"}
+    return [{"key": key, "title": title} for key, title in _FIGURE_COLUMNS
+            if any(r[value.get(key, key)] != fmt.DASH for r in rows if r["status"] == "ok")]
+
+
+def _vs_short_note(vs: dict[str, Any]) -> str:
+    """What stands under the ratio in the results table: its rank among published GPUs."""
+    if vs["ratio"] is not None:
+        return f"#{vs['rank']} of {vs['rank_of']} GPUs" if vs["rank"] is not None else ""
+    return _vs_note(vs).split(" (published: ", 1)[0]
 
 
 def _vs_note(vs: dict[str, Any]) -> str:
@@ -238,10 +277,12 @@ def _vs_note(vs: dict[str, Any]) -> str:
     return vs["reason"] or ""
 
 
+def _data_uri(chart: charts.Chart) -> str:
+    return "data:image/svg+xml;base64," + base64.b64encode(chart.svg.read_bytes()).decode("ascii")
+
+
 def _figure(chart: charts.Chart, caption: str | None = None) -> dict[str, Any]:
-    svg = chart.svg.read_bytes()
-    return {"chart": chart, "caption": caption or chart.caption,
-            "data_uri": "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii"),
+    return {"chart": chart, "caption": caption or chart.caption, "data_uri": _data_uri(chart),
             "png_href": f"charts/{chart.png.name}", "svg_href": f"charts/{chart.svg.name}"}
 
 
@@ -262,14 +303,8 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
                                                "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
                                                "vs": vs})
-    if not groups:
-        reasons = sorted({vs["reason"] or "" for doc, vs_by_result in zip(documents, vs_by_doc, strict=True)
-                          for r, vs in zip(doc.get("results") or [], vs_by_result, strict=True)
-                          if r.get("status") == "ok"} - {""})
-        if not reasons:
-            return None
-        return _group("ranking", "Against published results", "Nothing here is comparable with published "
-                      "results, so nothing is ranked.", [], [f"{r[0].upper()}{r[1:]}." for r in reasons])
+    if not groups:  # nothing comparable (a CPU or --tiny run): no section; "At a glance" says why
+        return None
     figures, notes = [], []
     for (workload, precision, seq_len, n), every in sorted(groups.items(), key=lambda kv: str(kv[0])):
         thinned = thin(every, lambda e: e["key"])
@@ -283,18 +318,22 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
             continue
         sources = sorted({s for r in ranked if not r["is_this_run"] for s in r["sources"]})
         name = f"ranking_{workload}_{precision}_{seq_len or 'na'}_{n}gpu"
-        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for this run's "
-                    "GPU. Batch sizes differ by source.")
+        # A report of several runs: its bars are "these runs'", each labelled with its run (or host).
+        ours = "this run" if len(documents) == 1 else "these runs"
+        whose = "this run's GPU" if len(documents) == 1 else "these runs' GPUs"
+        subtitle = (f"Grey: median per GPU of published results ({'; '.join(sources)}), darker for {whose}. "
+                    "Batch sizes differ by source.")
         same_gpu = {e["vs"]["gpu"] for e in entries if e["vs"]["gpu"]}
         chart = charts.ranking_chart(ranked, what, entries[0]["unit"], subtitle, chart_dir, name, num_gpus=n,
-                                     same_gpu=same_gpu)
+                                     same_gpu=same_gpu, ours=ours)
         caption = "; ".join(f"{e['name']}: {fmt.vs_published_short(e['vs'])} {_vs_note(e['vs'])}" for e in entries)
         if len(entries) < len(every):
             caption += f". {THINNED}"
         figures.append(_figure(chart, caption))
+    ours = "this run's results" if len(documents) == 1 else "the results of these runs"
     return _group("ranking", "Against published results",
                   "Each chart ranks published GPUs by training throughput for one workload, sequence length, "
-                  "precision and GPU count, with this run's results highlighted. Only like is compared with like.",
+                  f"precision and GPU count, with {ours} highlighted. Only like is compared with like.",
                   figures, notes)
 
 
@@ -306,10 +345,8 @@ def _speedup_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                 prefix[len(entries)] = run["prefix"]
             entries.append(e)
     intro = "What torch.compile and mixed precision buy on this hardware, measured within the same run."
-    if not entries:
-        return _group("speedups", "Speed-ups", intro, [], [
-            "No speed-up to show: a run needs the same configuration both eager and compiled, or in mixed and "
-            "full precision."])
+    if not entries:  # no pair that differs in compile mode or precision alone: no section
+        return None
     return _group("speedups", "Speed-ups", intro, [_figure(charts.speedup_chart(entries, chart_dir, prefix=prefix, where=chart_where(runs)))])
 
 
@@ -395,6 +432,9 @@ def _environment_table(documents, runs) -> dict[str, Any]:
         values = [fmt.plain((doc.get("environment") or {}).get(key)) for doc in documents]
         if any(v != fmt.DASH for v in values):
             rows.insert([r[0] for r in rows].index("cuDNN") + 1, (label, values))
+    # A fact no run recorded (a CPU run's NVIDIA driver, a ROCm run's cuDNN, a run outside git) is a row of dashes:
+    # left out.
+    rows = [(label, values) for label, values in rows if any(v != fmt.DASH for v in values)]
     if len(runs) <= FACT_RUNS_MAX:
         return {"headers": [r["short"] for r in runs], "rows": rows}
     # Many runs (a fleet): one column, each value once with the runs that have it; a value few runs have names them.
@@ -427,16 +467,19 @@ def _methodology(documents) -> list[tuple[str, str]]:
             steps.update(len(rep.get("step_times_s") or []) for rep in reps)
             devices.add(str(r.get("device") or "").split(":")[0])
 
-    def counts(values: set[int]) -> str:
-        return " or ".join(str(v) for v in sorted(values)) or fmt.DASH
+    def counts(values: set[int], noun: str) -> str:
+        """`10 steps`, `1 step`, `2 or 3 repeats`: the noun agrees with the largest count."""
+        if not values:
+            return f"{fmt.DASH} {noun}s"
+        return " or ".join(str(v) for v in sorted(values)) + f" {noun}{'' if max(values) == 1 else 's'}"
 
     kinds = [kind for kind in _CLOCKS if kind in devices]
     clocks = "; ".join(_CLOCKS[kind] + (f" ({kind.upper()} runs)" if len(kinds) > 1 else "") for kind in kinds)
     return [
         ("Data", "Synthetic random inputs drawn once from a fixed seed and moved to the device before timing "
                  "starts; data loading is not measured."),
-        ("Warm-up", f"{counts(warmups)} steps per configuration, timed but excluded from every figure."),
-        ("Measurement", f"{counts(repeats)} repeats of {counts(steps)} steps, timed with "
+        ("Warm-up", f"{counts(warmups, 'step')} per configuration, timed but excluded from every figure."),
+        ("Measurement", f"{counts(repeats, 'repeat')} of {counts(steps, 'step')}, timed with "
                         f"{clocks or 'the device clock'}; each configuration runs in its own process."),
         ("Throughput", "Per repeat: samples / sum of its step times (samples = batch size \u00d7 GPUs). Reported: "
                        "the mean over repeats; CV is their coefficient of variation (warning above 5%)."),
