@@ -407,3 +407,14 @@ def test_at_a_glance_counts_a_fleets_results_as_results_of_runs(tmp_path):
     findings = _findings(write_report(fleet, tmp_path / "out").read_text(encoding="utf-8"))
     (text,) = [t for _, t in findings if "against published results" in t]
     assert "the published median for this GPU (4 results from 4 runs)." in text
+
+
+def test_a_charts_value_labels_share_their_decimals(tmp_path, figures):
+    # BERT-large's ranking labelled B200 "523" and V100 "57.0": one chart, two precisions of number.
+    write_report([make_document([make_result("bert-large-squad", seq_len=384, batch_size=64, step_time_s=0.23,
+                                             seed=1)])], tmp_path / "out")
+    (ax,) = figures["ranking_bert-large-squad_amp-fp16_384_1gpu"].axes
+    labels = [t.get_text() for t in ax.texts if re.fullmatch(r"[\d,.]+", t.get_text())]
+    assert len(labels) > 5 and any(float(x.replace(",", "")) < 100 for x in labels)
+    assert all("." not in x for x in labels)
+    assert fmt.throughput(57.0, 523.0) == "57" and fmt.throughput(57.0) == "57.0" and fmt.throughput(5.0, 50) == "5.0"

@@ -196,7 +196,7 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
                 tick.set_color(THIS_RUN_TEXT)
         top = max(values) if values else 1.0
         for y, r in zip(ys, ordered, strict=True):
-            ax.text(r["samples_per_s"] + top * 0.01, y, fmt.throughput(r["samples_per_s"]), va="center",
+            ax.text(r["samples_per_s"] + top * 0.01, y, fmt.throughput(r["samples_per_s"], top), va="center",
                     fontsize=8.5, color=THIS_RUN_TEXT if r["is_this_run"] else TEXT,
                     fontweight="bold" if r["is_this_run"] else "normal")
         ax.set_xlim(0, top * 1.12)

@@ -45,12 +45,15 @@ def precision_name(precision: str) -> str:
     return PRECISION_NAMES.get(precision, precision)
 
 
-def throughput(value: float | None) -> str:
+def throughput(value: float | None, scale: float | None = None) -> str:
+    """Samples/s with three significant figures; `scale` (the largest of the values shown together, as on one
+    chart's bars) sets the decimals for all of them, so that 523 and 57 stand side by side, not 523 and 57.0."""
     if value is None:
         return DASH
-    if value >= 100:
+    size = value if scale is None else max(scale, value)
+    if size >= 100:
         return f"{value:,.0f}"
-    if value >= 10:
+    if size >= 10:
         return f"{value:.1f}"
     return f"{value:.2f}"
 
