@@ -306,3 +306,15 @@ def test_each_result_is_set_against_published_results_once(tmp_path, monkeypatch
     assert sorted(calls) == sorted(id(r) for r in results)
     write_report([cpu], tmp_path / "cpu")  # nothing comparable: the notes' reasons come from the same comparison
     assert len(calls) == len(results) + 1
+
+
+def test_scaling_chart_of_cpu_processes_speaks_of_processes_not_gpus(tmp_path):
+    # `dlbench run --device cpu --gpus 1,2` measures processes; the chart said "number of GPUs".
+    import html as htmllib
+
+    results = [make_result(world_size=n, step_time_s=0.1 * (1 + 0.02 * n), seed=n, device="cpu") for n in (1, 2)]
+    page = htmllib.unescape(write_report([make_document(results)], tmp_path / "out").read_text(encoding="utf-8"))
+    assert "Multi-process scaling" in page and "number of processes" in page and "number of GPUs" not in page
+    gpu = [make_result(world_size=n, step_time_s=0.1 * (1 + 0.02 * n), seed=n) for n in (1, 2)]
+    page = htmllib.unescape(write_report([make_document(gpu)], tmp_path / "gpu").read_text(encoding="utf-8"))
+    assert "Multi-GPU scaling" in page and "number of GPUs" in page

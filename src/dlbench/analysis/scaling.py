@@ -84,7 +84,7 @@ def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Throughput against device count per configuration, with the ideal (linear) line, for charts and tables.
 
     Returns one entry per configuration: `{"label", "workload", "precision", "compile", "batch_size",
-    "points": [{"world_size", "samples_per_s", "ideal_samples_per_s", "scaling_efficiency"}]}` sorted by device
+    "device_type" ("cuda", "cpu", None when not recorded), "points": [{"world_size", "samples_per_s", "ideal_samples_per_s", "scaling_efficiency"}]}` sorted by device
     count. `ideal_samples_per_s` is N x the one-device throughput (None without a one-device result).
     """
     groups: dict[tuple, list[dict[str, Any]]] = {}
@@ -107,7 +107,8 @@ def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             })
         first = rows[0]
         fields = dict(zip(_SERIES_KEYS, config_key_without(first, "world_size"), strict=True))
-        series.append({"label": config_label(first, per_device=True), **fields, "points": points})
+        series.append({"label": config_label(first, per_device=True), **fields,
+                       "device_type": _device_type(first.get("device")), "points": points})
     return series
 
 

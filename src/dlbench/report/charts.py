@@ -507,9 +507,11 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
     import math
     import textwrap
 
-    title = f"Multi-GPU scaling{_on(where)}"
-    caption = ("Measured throughput against number of GPUs; dashed: ideal linear scaling (GPU count \u00d7 "
-               "one-GPU throughput); labels: scaling efficiency (measured / ideal).")
+    on_cpu = all(s.get("device_type") == "cpu" for s in series)  # `--device cpu --gpus 1,2`: processes, not GPUs
+    units, unit = ("processes", "process") if on_cpu else ("GPUs", "GPU")
+    title = f"Multi-{unit if on_cpu else 'GPU'} scaling{_on(where)}"
+    caption = (f"Measured throughput against number of {units}; dashed: ideal linear scaling ({unit} count \u00d7 "
+               f"one-{unit} throughput); labels: scaling efficiency (measured / ideal).")
     ncols = 1 if len(series) == 1 else 2
     nrows = math.ceil(len(series) / ncols)
     with _figure(1.0 + (3.8 if ncols == 1 else 3.5 * nrows), nrows=nrows, ncols=ncols) as (fig, axes):
@@ -529,8 +531,8 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
                                 textcoords="offset points", xytext=(0, -16), ha="center", fontsize=8,
                                 color=text_colour(colour), fontweight="bold")
             ax.set_xticks(sorted(set(xs)))
-            ax.set_xlabel("number of GPUs")
-            ax.set_ylabel(f"{fmt.unit_of(s)}/s, all GPUs")
+            ax.set_xlabel(f"number of {units}")
+            ax.set_ylabel(f"{fmt.unit_of(s)}/s, all {units}")
             ax.set_ylim(bottom=0)
             ax.margins(x=0.08)
             ax.yaxis.set_major_formatter(_thousands())
@@ -542,12 +544,12 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
             ax.set_visible(False)
         _suptitle(fig, title)
         parts = [f"{fmt.workload_name(s['workload'], s.get('seq_len'))} {fmt.precision_name(s['precision'])}: "
-                 + ", ".join(f"{p['world_size']} GPU{'s' if p['world_size'] != 1 else ''} "
+                 + ", ".join(f"{p['world_size']} {unit if p['world_size'] == 1 else units} "
                              f"{fmt.throughput(p['samples_per_s'])} {fmt.unit_of(s)}/s"
                              + (f" ({fmt.percent(p['scaling_efficiency'])} of linear)"
                                 if p.get("scaling_efficiency") is not None else "") for p in s["points"])
                  for s in series]
-        alt = f"Line charts of throughput against the number of GPUs: {title}. " + _listed(parts) + "."
+        alt = f"Line charts of throughput against the number of {units}: {title}. " + _listed(parts) + "."
         return _save(fig, out_dir, name, title, caption, alt)
 
 
