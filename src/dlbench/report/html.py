@@ -385,7 +385,9 @@ def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     series = [s for doc in documents for s in scaling_series(doc.get("results") or []) if len(s["points"]) > 1]
     if not series:
         return None
-    return _group("scaling", "Multi-GPU scaling", "Data-parallel throughput as GPUs are added.",
+    units = "processes" if all(s.get("device_type") == "cpu" for s in series) else "GPUs"
+    return _group("scaling", f"Multi-{'process' if units == 'processes' else 'GPU'} scaling",
+                  f"Data-parallel throughput as {units} are added, within each run.",
                   [_figure(charts.scaling_chart(series, chart_dir, where=chart_where(runs)))])
 
 
