@@ -11,7 +11,6 @@ Exercised by `dlbench run` (default suite for the device found), `dlbench run -w
 from __future__ import annotations
 
 import math
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -192,7 +191,13 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     from dlbench.report.table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.probe import probe_in_child
-    from dlbench.runner.sweep import SweepObserver, run_sweep
+    from dlbench.runner.sweep import (
+        SweepObserver,
+        interrupted_note,
+        nothing_stored_line,
+        run_sweep,
+        sigint_ignored,
+    )
 
     try:
         if quiet:
@@ -235,20 +240,14 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
     if outcome.interrupted is not None and not results:
         # Nothing to keep: an empty run would only become "latest" and leave `dlbench report` nothing to show.
-        err.print(f"interrupted ({outcome.interrupted}) before any configuration finished: nothing was measured, "
-                  "nothing stored", highlight=False)
+        err.print(nothing_stored_line(outcome.interrupted), highlight=False)
         return 128 + int(outcome.interrupted.signum)
 
-    # Saving must not be cut short by a second Ctrl-C: ignore SIGINT until the document is on disk.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+    with sigint_ignored():  # until the document is on disk
         extra: list[str] = []
         if outcome.interrupted is not None:
-            extra.append(f"interrupted ({outcome.interrupted}) after {len(results)} of {len(plan.items)} "
-                         "configurations")
+            extra.append(interrupted_note(outcome.interrupted, len(results), len(plan.items)))
         written = finish_run(document(extra), json_path)
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
     title = "dlbench run" + (" (quick suite)" if plan.quick_suite else "") + f" on {plan.device}"
     if results:

@@ -496,6 +496,11 @@ def _precision_legend(fig, precisions: list[str | None], slower: bool = False) -
                    title="colour: precision", title_fontsize=8.5)
 
 
+def scaling_units(series: list[dict[str, Any]]) -> tuple[str, str]:
+    """What a data-parallel run adds, plural and singular: processes for `--device cpu --gpus 1,2`, else GPUs."""
+    return ("processes", "process") if all(s.get("device_type") == "cpu" for s in series) else ("GPUs", "GPU")
+
+
 def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
     """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
 
@@ -507,9 +512,8 @@ def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scal
     import math
     import textwrap
 
-    on_cpu = all(s.get("device_type") == "cpu" for s in series)  # `--device cpu --gpus 1,2`: processes, not GPUs
-    units, unit = ("processes", "process") if on_cpu else ("GPUs", "GPU")
-    title = f"Multi-{unit if on_cpu else 'GPU'} scaling{_on(where)}"
+    units, unit = scaling_units(series)
+    title = f"Multi-{unit} scaling{_on(where)}"
     caption = (f"Measured throughput against number of {units}; dashed: ideal linear scaling ({unit} count \u00d7 "
                f"one-{unit} throughput); labels: scaling efficiency (measured / ideal).")
     ncols = 1 if len(series) == 1 else 2
@@ -576,8 +580,8 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
         caption += f" {note}"
     import math
 
-    legend_rows = math.ceil(len(traces) / _legend_columns([t["label"] for t in traces]))
-    with _figure(1.0 + 2.1 * len(panels) + 0.2 * legend_rows, nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
+    columns = _legend_columns([t["label"] for t in traces])
+    with _figure(1.0 + 2.1 * len(panels) + 0.2 * math.ceil(len(traces) / columns), nrows=len(panels), ncols=1, sharex=True) as (fig, axes):
         for (key, label, scale), row_axes in zip(panels, axes, strict=True):
             ax = row_axes[0]
             limits_drawn: set[float] = set()
@@ -601,8 +605,7 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
         # Under the panels, clear of the lines: inside the top panel a dozen configurations' names covered the
         # power trace and ran off the figure's left edge.
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=_legend_columns([t["label"] for t in traces]),
-                   fontsize=8.5)
+        fig.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize=8.5)
         _suptitle(fig, title)
         what = ", ".join(label.split(" (")[0] for _, label, _ in panels)
         alt = (f"Line charts of {what} over the measured steps, one line per "

@@ -385,8 +385,8 @@ def _scaling_group(documents, runs, chart_dir) -> dict[str, Any] | None:
     series = [s for doc in documents for s in scaling_series(doc.get("results") or []) if len(s["points"]) > 1]
     if not series:
         return None
-    units = "processes" if all(s.get("device_type") == "cpu" for s in series) else "GPUs"
-    return _group("scaling", f"Multi-{'process' if units == 'processes' else 'GPU'} scaling",
+    units, unit = charts.scaling_units(series)
+    return _group("scaling", f"Multi-{unit} scaling",
                   f"Data-parallel throughput as {units} are added, within each run.",
                   [_figure(charts.scaling_chart(series, chart_dir, where=chart_where(runs)))])
 

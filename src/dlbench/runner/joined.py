@@ -142,22 +142,17 @@ def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, qui
 def _interrupted(exc, dist_env: DistEnv, results, state, err, out, json_path, finish_run) -> int:
     """Ctrl-C or SIGTERM (torchrun forwards both to every rank): rank 0 stores what was measured, noted as
     interrupted, as `dlbench run` does; the other ranks leave without a word. The exit code is 128 + the signal."""
-    import signal
+    from dlbench.runner.sweep import interrupted_note, nothing_stored_line, sigint_ignored
 
     code = 128 + int(exc.signum)
     if not dist_env.is_main:
         return code
     if not results:  # nothing was saved yet, and an empty run would only become "latest"
-        err.print(f"interrupted ({exc}) before any configuration finished: nothing was measured, nothing stored",
-                  highlight=False)
+        err.print(nothing_stored_line(exc), highlight=False)
         return code
     plan = state["plan"]
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # saving must not be cut short by a second Ctrl-C
-    try:
-        written = finish_run(state["document"]([f"interrupted ({exc}) after {len(results)} of {len(plan.items)} "
-                                                "configurations"]), json_path)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with sigint_ignored():
+        written = finish_run(state["document"]([interrupted_note(exc, len(results), len(plan.items))]), json_path)
     _print(results, plan, dist_env, written, err, out)
     err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
     return code

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
-from dlbench.runner.worker import signal_name
+from dlbench.runner.worker import killed_hint, signal_name
 
 # Grace period between SIGTERM to the launcher and SIGKILL to whatever is left.
 TERM_GRACE_S = 5.0
@@ -354,9 +354,8 @@ def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir:
     where = ", ".join(_where(r, ranks.get(r)) for r in range(nproc))
     if returncode is not None and returncode < 0:  # the launcher itself was killed (OOM killer, kill -9)
         name = signal_name(-returncode)
-        hint = "; the system may have run out of memory" if -returncode == signal.SIGKILL else ""
-        return fail("error", f"the launcher was killed by {name} before the group finished ({where}){hint}",
-                    None, name)
+        return fail("error", f"the launcher was killed by {name} before the group finished ({where})"
+                             f"{killed_hint(-returncode)}", None, name)
     last_line = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "")
     return fail("error", f"the launcher exited with code {returncode} before the group finished ({where})"
                          + (f": {last_line[:300]}" if last_line else ""), None)

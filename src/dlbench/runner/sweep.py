@@ -41,7 +41,7 @@ from dlbench.runner.thermal import (
     GpuThermometer,
     wait_until_cool,
 )
-from dlbench.runner.worker import signal_name
+from dlbench.runner.worker import killed_hint, signal_name
 
 KILL_GRACE_S = 5.0
 
@@ -52,6 +52,27 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int = signal.SIGINT) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def nothing_stored_line(interrupted: Interrupted) -> str:
+    """What `dlbench run` (and rank 0 under torchrun) says when interrupted before any configuration finished."""
+    return (f"interrupted ({interrupted}) before any configuration finished: nothing was measured, "
+            "nothing stored")
+
+
+def interrupted_note(interrupted: Interrupted, done: int, total: int) -> str:
+    """The note an interrupted run's document carries."""
+    return f"interrupted ({interrupted}) after {done} of {total} configurations"
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """Saving must not be cut short by a second Ctrl-C: SIGINT is ignored inside (then restored)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class SweepObserver:
@@ -215,8 +236,7 @@ def _read_outcome(result_path: Path, returncode: int, log_path: Path) -> dict[st
         return outcome
     if returncode < 0:
         name = signal_name(-returncode)
-        hint = "; the system may have run out of memory" if -returncode == signal.SIGKILL else ""
-        return _outcome("error", f"worker crashed ({name}){hint}", name)
+        return _outcome("error", f"worker crashed ({name}){killed_hint(-returncode)}", name)
     if returncode > 0:
         tail = _last_line(log_path)
         return _outcome("error", f"worker exited with code {returncode}" + (f": {tail}" if tail else ""))

@@ -100,6 +100,11 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def killed_hint(signum: int) -> str:
+    """What a death by `signum` suggests, to add to its message: SIGKILL is what the host's OOM killer sends."""
+    return "; the system may have run out of memory" if signum == signal.SIGKILL else ""
+
+
 # Allocation failures inside CUDA libraries, which torch raises as plain RuntimeErrors (cuBLAS creates its
 # handle and workspace on first use, so a batch that fills the GPU can fail there rather than in torch's
 # caching allocator). Under ROCm the hipified cuBLAS check reports hipBLAS's status name instead:
