@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from dlbench.errors import BadInput
-from dlbench.runner import plan as plan_module
+from dlbench.runner import devices as devices_module
 from dlbench.runner.plan import (
     GPU_DEFAULT_WORKLOADS,
     DeviceFacts,
@@ -224,7 +224,7 @@ def test_mig_instance_is_read_through_its_gpu():
     UUID, and the thermometer reads the GPU that holds the instance."""
     props = SimpleNamespace(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", total_memory=42_949_672_960, major=9,
                             minor=0, uuid=MIG_SLICES[1][4:])
-    recorded = plan_module._uuid(props)
+    recorded = devices_module._uuid(props)
     assert recorded == MIG_SLICES[1][4:]
     slice_facts = {"name": props.name, "memory_bytes": props.total_memory, "compute_capability": [9, 0],
                    "uuid": recorded}

@@ -4,7 +4,7 @@ Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.capabilities imp
 from dlbench.runner.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
 
 The planner records a config with a reason as `skipped`; it never aborts a sweep. Rules:
-- device: `auto` and a bare `cuda` are resolved first (`plan.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
+- device: `auto` and a bare `cuda` are resolved first (`devices.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
 - `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
   off by default and not comparable), CPUs or MPS.
 - `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0; ROCm: torch.cuda.is_bf16_supported answers
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from dlbench.errors import BadInput
 from dlbench.runner.config import check_compile_mode, check_precision
-from dlbench.runner.plan import resolve_device
+from dlbench.runner.devices import resolve_device
 
 if TYPE_CHECKING:  # pragma: no cover
     from dlbench.runner.config import RunConfig

@@ -326,8 +326,8 @@ def _measure(
     """The measurement itself (steps 1-4 of the module docstring)."""
     import torch
 
+    from dlbench.runner.devices import resolve_device
     from dlbench.runner.flops import flops_per_sample
-    from dlbench.runner.plan import resolve_device
     from dlbench.runner.precision import apply_precision, precision_flags
     from dlbench.workloads.base import optimizer_for_scaler
 

@@ -4,7 +4,7 @@ Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (an
 
 Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
 resolves the device, fills in defaults and asks `capabilities.unsupported_reason` about each combination. It runs
-in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
+in the planning child process (`dlbench.runner.planning`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
 - on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 on NVIDIA compute capability >= 8.0, else fp32
@@ -22,6 +22,7 @@ from typing import Any
 
 from dlbench.errors import BadInput
 from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
+from dlbench.runner.devices import DeviceFacts, resolve_device
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
 GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")
@@ -110,45 +111,6 @@ class Plan:
                    quick_suite=bool(data.get("quick_suite")), notes=list(data.get("notes", [])))
 
 
-@dataclass
-class DeviceFacts:
-    """What the planner needs to know about the machine's accelerators."""
-
-    cuda: list[dict[str, Any]] = field(default_factory=list)  # per visible device: name, memory_bytes, cc
-    mps_available: bool = False
-    current_cuda: int = 0  # torch.cuda.current_device(): 0 in a fresh process, else what set_device chose
-    hip: str | None = None  # torch.version.hip: the CUDA devices are AMD GPUs under ROCm
-
-    @classmethod
-    def detect(cls) -> DeviceFacts:
-        """Ask torch (the planner calls it in a child process: it initialises the CUDA driver, not a context)."""
-        import torch
-
-        cuda = []
-        current = 0
-        if torch.cuda.is_available():
-            for index in range(torch.cuda.device_count()):
-                props = torch.cuda.get_device_properties(index)
-                cuda.append({"name": props.name, "memory_bytes": int(props.total_memory),
-                             "compute_capability": [props.major, props.minor],
-                             "uuid": _uuid(props)})
-            current = torch.cuda.current_device()
-        mps = getattr(torch.backends, "mps", None)
-        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()), current_cuda=current,
-                   hip=getattr(torch.version, "hip", None))
-
-
-def _uuid(props) -> str | None:
-    """The device's UUID as torch prints it (8-4-4-4-12 hex, no prefix). It is a GPU's UUID or, under MIG, the
-    MIG instance's, and torch does not say which, so no `GPU-`/`MIG-` prefix is guessed: matching with NVML
-    (`telemetry.nvml.resolve_cuda_device`) ignores the prefix and looks among both kinds."""
-    uuid = getattr(props, "uuid", None)
-    return None if uuid is None else str(uuid)
-
-
-# ---------------------------------------------------------------------------------------------- validation
-
-
 def parse_batch_size(value: str | int | None) -> int | str | None:
     """`--batch-size`: a positive integer or "auto"."""
     if value is None or isinstance(value, int) and not isinstance(value, bool):
@@ -206,36 +168,15 @@ def check_workloads(names: list[str]) -> list[str]:
     """The registry's names for `names`, matched regardless of case (`RESNET50` is resnet50).
 
     An unknown name raises BadInput listing the valid ones, with the name probably meant: `X-tiny` is
-    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`workloads.names`).
+    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`dlbench.names`).
     """
+    from dlbench.names import match_workload
     from dlbench.workloads import registry
-    from dlbench.workloads.names import match_workload
 
     known = registry.names()
     return [match_workload(name, known) for name in names]
 
 # -------------------------------------------------------------------------------------------------- device
-
-
-def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
-    """The device that `requested` names in this process: `auto` → a CUDA (or ROCm) GPU, else mps, else cpu; a
-    bare `cuda` → `cuda:<current CUDA device>`; anything else unchanged (`check_device` says whether it exists).
-
-    dlbench's only resolver of `auto` for measuring (`dlbench comm` picks just its group backend, cuda or cpu),
-    for the planner (with the facts its child process detected) and for code that measures here (`facts` None: detected in this process when needed). "Current" is torch's own meaning of
-    a bare "cuda": device 0 in a fresh process, which is every planner and worker process, i.e. the first GPU
-    that CUDA_VISIBLE_DEVICES leaves visible; and in a program that calls `measure()` itself, the device its
-    `torch.cuda.set_device` chose. Ranks under torchrun do not depend on it: `distributed.rank_device` maps any
-    CUDA device, `auto` included, to the device of the rank's LOCAL_RANK.
-    """
-    if requested not in ("auto", "cuda"):
-        return requested
-    facts = facts if facts is not None else DeviceFacts.detect()
-    if facts.cuda:
-        return f"cuda:{facts.current_cuda}"
-    if requested == "cuda":
-        return requested  # no GPU: `check_device` / `capabilities.unsupported_reason` say so
-    return "mps" if facts.mps_available else "cpu"
 
 
 def check_device(device: str, facts: DeviceFacts) -> None:
@@ -356,7 +297,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                 items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
-    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launchers.torchrun)
         from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
 
         counts = resolve_gpu_counts(options.gpus, device, facts.cuda)

@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from dlbench.store.documents import parse_created_at
+from dlbench.timestamps import parse_created_at
 
 RUN_EXPORT_COLUMNS = (
     "run_id",
