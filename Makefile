@@ -22,6 +22,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/lint-imports
 
 test: install lint
 	$(BIN)/python -m pytest -q
