@@ -387,7 +387,7 @@ def check_sampler(device: str) -> str:
 
 
 def check_thermometer(device: str) -> str:
-    from dlbench.runner.plan import DeviceFacts
+    from dlbench.runner.devices import DeviceFacts
     from dlbench.runner.thermal import GpuThermometer
 
     thermometer = GpuThermometer.open(device, DeviceFacts.detect().cuda)
@@ -493,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     report.check("torch build", check_torch_build)
     report.check("store", check_store)
     if device.startswith("cuda"):
-        from dlbench.runner.plan import resolve_device
+        from dlbench.runner.devices import resolve_device
 
         device = resolve_device(device)  # "cuda" -> "cuda:N" (the current device)
         report.check("device", lambda: check_device(device))

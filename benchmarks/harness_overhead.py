@@ -161,7 +161,7 @@ def main() -> None:
     import torch
 
     from dlbench.runner.config import RunConfig
-    from dlbench.runner.plan import resolve_device
+    from dlbench.runner.devices import resolve_device
     from dlbench.workloads import registry
 
     if args.threads:
