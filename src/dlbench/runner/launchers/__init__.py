@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +138,4 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 def tied_command(module: str, args: list[str]) -> list[str]:
     """`python -m dlbench.runner.launchers.tied MODULE ARGS...`: MODULE run as `python -m MODULE ARGS...`,
     killed by the kernel when its parent dies."""
-    import sys
-
     return [sys.executable, "-m", "dlbench.runner.launchers.tied", module, *args]
