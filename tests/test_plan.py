@@ -9,7 +9,6 @@ import pytest
 
 from dlbench.errors import BadInput
 from dlbench.measurement.thermal import GpuThermometer, wait_until_cool
-from dlbench.runner import plan as plan_module
 from dlbench.runner.plan import (
     GPU_DEFAULT_WORKLOADS,
     DeviceFacts,

@@ -148,3 +148,19 @@ def test_importing_scenarios_and_measurement_imports_no_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_run_with_an_unknown_scenario_is_one_error_line_and_exit_2(capsys):
+    from cli_helpers import cli
+
+    code, out, err = cli(capsys, "run", "--scenario", "nope", "--device", "cpu")
+    assert code == 2 and out == ""
+    assert err.strip() == "error: unknown scenario 'nope'; choose from: train"
+
+
+def test_the_planner_gives_each_configuration_its_scenario():
+    from dlbench.measurement.device import DeviceFacts
+    from dlbench.runner.plan import RunOptions, build_plan
+
+    plan = build_plan(RunOptions(workloads=["resnet50"], device="cpu", tiny=True, scenario="train"), DeviceFacts())
+    assert plan.items and all(item.config.scenario == "train" and item.skip_reason is None for item in plan.items)

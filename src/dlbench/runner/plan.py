@@ -64,6 +64,7 @@ class RunOptions:
     tiny: bool = False
     timeout_s: float | None = None
     gpus: list[int] | str | None = None  # `--gpus 1,2,4` device counts, "all", or None (one device)
+    scenario: str = "train"  # `--scenario`: a name in `dlbench.scenarios.SCENARIOS`
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +139,10 @@ MAX_COUNT = 1_000_000
 
 
 def validate_options(options: RunOptions) -> RunOptions:
-    """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
+    """Check what needs no torch: scenario, precision and compile names, positive numbers. Raises BadInput."""
+    from dlbench import scenarios
+
+    options.scenario = scenarios.get(options.scenario).name
     options.precisions = [check_precision(name) for name in options.precisions]  # any case, as workloads
     options.compile_modes = [check_compile_mode(name) for name in options.compile_modes]
     options.batch_size = parse_batch_size(options.batch_size)
@@ -295,7 +299,8 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
             for mode in compile_modes:
                 config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
                                    seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
-                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1)
+                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1,
+                                   scenario=options.scenario)
                 config = replace(config, seq_len=workload.seq_len(config))
                 timeout = options.timeout_s or (MAX_AUTOTUNE_TIMEOUT_S if mode == "max-autotune"
                                                 else DEFAULT_TIMEOUT_S)
