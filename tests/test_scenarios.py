@@ -78,19 +78,25 @@ def test_train_metrics_follow_from_the_raw_times_alone():
     metrics = scenarios.get("train").metrics(measurement, config)
     repeats = [r["step_times_s"] for r in measurement["repeats"]]
     per_repeat = [4 * 3 / sum(times) for times in repeats]
-    assert metrics["samples_per_s"]["unit"] == "samples/s"
-    assert metrics["samples_per_s"]["raw"] == pytest.approx(per_repeat)
+    assert list(metrics) == ["samples_per_s", "step_time_s", "achieved_flops_per_s"]  # no compile, no peaks on a CPU
+    assert metrics["samples_per_s"]["unit"] == "samples/s" and metrics["samples_per_s"]["better"] == "higher"
+    assert metrics["samples_per_s"]["repeats"] == pytest.approx(per_repeat)
     assert metrics["samples_per_s"]["value"] == pytest.approx(sum(per_repeat) / 2)
     steps = sorted(t for times in repeats for t in times)
-    assert metrics["step_time_s"]["unit"] == "s"
-    assert sorted(metrics["step_time_s"]["raw"]) == steps
-    assert metrics["step_time_s"]["value"] == metrics["step_time_s"]["percentiles"]["p50"]
-    assert metrics["step_time_s"]["value"] == pytest.approx((steps[2] + steps[3]) / 2)  # median of six
-    assert steps[0] <= metrics["step_time_s"]["percentiles"]["p5"] <= metrics["step_time_s"]["percentiles"]["p95"]
-    assert metrics["step_time_s"]["mean"] == pytest.approx(sum(steps) / 6)
+    step = metrics["step_time_s"]
+    assert step["unit"] == "s" and step["better"] == "lower"
+    assert step["raw"] == [t for times in repeats for t in times]
+    assert step["value"] == step["p50"] == pytest.approx((steps[2] + steps[3]) / 2)  # median of six
+    # Linear interpolation between the closest ranks (numpy's default): p5 lies 0.25 of the way up from the
+    # fastest step, p95 0.75 of the way up from the fifth; p90 and p99 likewise.
+    assert step["p5"] == pytest.approx(steps[0] + 0.25 * (steps[1] - steps[0]))
+    assert step["p90"] == pytest.approx(steps[4] + 0.5 * (steps[5] - steps[4]))
+    assert step["p95"] == pytest.approx(steps[4] + 0.75 * (steps[5] - steps[4]))
+    assert step["p99"] == pytest.approx(steps[4] + 0.95 * (steps[5] - steps[4]))
+    assert step["mean"] == pytest.approx(sum(steps) / 6)
     assert metrics["achieved_flops_per_s"] == {
         "value": pytest.approx(metrics["samples_per_s"]["value"] * measurement["flops_per_sample"]),
-        "unit": "FLOP/s"}
+        "unit": "FLOP/s", "better": "higher"}
     json.dumps(metrics)  # plain data: it lands in a result document as it is
 
 
@@ -98,17 +104,23 @@ def test_train_metrics_of_fixed_times_count_every_device_and_nothing_without_tim
     train = scenarios.get("train")
     config = RunConfig("resnet50", batch_size=8, world_size=2)
     measurement = {"repeats": [{"step_times_s": [0.5, 0.5]}, {"step_times_s": [0.25, 0.25]}], "batch_size": 8,
-                   "flops_per_sample": None}
+                   "flops_per_sample": None, "compile_time_s": 12.5, "peak_memory_bytes": 2**30,
+                   "peak_reserved_bytes": None}
     metrics = train.metrics(measurement, config)
-    assert metrics["samples_per_s"]["raw"] == [32.0, 64.0]  # 2 steps x 8 samples x 2 devices over 1 s, 0.5 s
+    assert metrics["samples_per_s"]["repeats"] == [32.0, 64.0]  # 2 steps x 8 samples x 2 devices over 1 s, 0.5 s
     assert metrics["samples_per_s"]["value"] == 48.0
-    assert "achieved_flops_per_s" not in metrics  # no FLOP count, no FLOP/s
-    assert train.metrics({"repeats": []}, config) == {}
+    assert metrics["compile_time_s"] == {"value": 12.5, "unit": "s", "better": "lower"}
+    assert metrics["peak_memory_bytes"] == {"value": 2**30, "unit": "bytes", "better": "lower"}
+    assert "peak_reserved_bytes" not in metrics and "achieved_flops_per_s" not in metrics  # not measured
+    assert train.metrics({"repeats": [], "flops_per_sample": 1e9}, config) == {}  # a failed run: nothing
 
 
 def test_metric_keeps_only_what_it_is_given():
-    assert metric(1.5, "s") == {"value": 1.5, "unit": "s"}
-    assert metric(2.0, "samples/s", raw=[1.0, 3.0]) == {"value": 2.0, "unit": "samples/s", "raw": [1.0, 3.0]}
+    assert metric(1.5, "s", "lower", p90=None) == {"value": 1.5, "unit": "s", "better": "lower"}
+    assert metric(2.0, "samples/s", "higher", repeats=(1.0, 3.0)) == {
+        "value": 2.0, "unit": "samples/s", "better": "higher", "repeats": [1.0, 3.0]}
+    with pytest.raises(ValueError):
+        metric(1.0, "s", "faster")
 
 
 @pytest.mark.parametrize("name", ["resnet50", "bert-base-squad", "bert-base-mlm"])

@@ -35,16 +35,16 @@ class UnsupportedConfig(RuntimeError):
     """The device cannot run this configuration (the reason comes from `Scenario.unsupported_reason`)."""
 
 
-def metric(value: float | None, unit: str, *, percentiles: Mapping[str, float] | None = None,
-           raw: list[float] | None = None, **extra: Any) -> dict[str, Any]:
-    """One reported figure: its value in SI units and the unit's name, with percentiles and the raw values it
-    comes from where there are any (`{"value": 812.4, "unit": "samples/s", "raw": [...]}`)."""
-    out: dict[str, Any] = {"value": value, "unit": unit}
-    if percentiles is not None:
-        out["percentiles"] = dict(percentiles)
-    if raw is not None:
-        out["raw"] = list(raw)
-    out.update(extra)
+def metric(value: float, unit: str, better: str, **stats: Any) -> dict[str, Any]:
+    """One reported figure as a result document's `metrics` holds it: the value in SI units, the unit's name,
+    which way is better ("higher" or "lower") and, where there are any, its statistics ("mean", "p5", "p50",
+    "p90", "p95", "p99") and the values it comes from ("repeats": one per repeat, "raw": every sample), e.g.
+    `{"value": 812.4, "unit": "samples/s", "better": "higher", "repeats": [810.2, 814.6]}`. None stats are left
+    out."""
+    if better not in ("higher", "lower"):
+        raise ValueError(f"better must be 'higher' or 'lower', got {better!r}")
+    out: dict[str, Any] = {"value": value, "unit": unit, "better": better}
+    out.update({key: list(v) if isinstance(v, (list, tuple)) else v for key, v in stats.items() if v is not None})
     return out
 
 

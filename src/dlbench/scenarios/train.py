@@ -360,27 +360,34 @@ class TrainScenario(Scenario):
         }
 
     def metrics(self, measurement: Mapping[str, Any], config: RunConfig) -> dict[str, dict[str, Any]]:
-        """samples/s (per repeat kept raw), step time (mean, median, p5, p95; every measured step raw) and
-        achieved FLOP/s, from the raw step times alone (`analysis.stats.summarize`). Empty without step times."""
+        """From the raw values alone, each where it was measured: samples/s (the mean of the repeats' values,
+        kept as `repeats`; `analysis.stats.summarize`), step time (the median; mean, p5-p99 and every measured
+        step as `raw`), compile time, peak memory allocated and reserved, achieved FLOP/s."""
+        import numpy as np
+
         from dlbench.analysis.stats import summarize
 
+        out: dict[str, dict[str, Any]] = {}
         repeats = [[float(t) for t in r["step_times_s"]] for r in measurement.get("repeats") or []]
-        if not repeats or not all(repeats):
-            return {}
-        batch_size = int(measurement.get("batch_size") or config.batch_size)
-        world_size = int(measurement.get("world_size") or config.world_size or 1)
-        stats = summarize(repeats, batch_size, world_size)
-        steps = stats["step_time_s"]
-        out = {
-            "samples_per_s": metric(stats["samples_per_s"], "samples/s", raw=stats["samples_per_s_repeats"],
-                                    cv=stats["cv"]),
-            "step_time_s": metric(steps["median"], "s", raw=[t for times in repeats for t in times],
-                                  percentiles={"p5": steps["p5"], "p50": steps["median"], "p95": steps["p95"]},
-                                  mean=steps["mean"]),
-        }
+        samples_per_s = None
+        if repeats and all(repeats):
+            batch_size = int(measurement.get("batch_size") or config.batch_size)
+            world_size = int(measurement.get("world_size") or config.world_size or 1)
+            stats = summarize(repeats, batch_size, world_size)
+            samples_per_s = stats["samples_per_s"]
+            out["samples_per_s"] = metric(samples_per_s, "samples/s", "higher",
+                                          repeats=stats["samples_per_s_repeats"])
+            raw = [t for times in repeats for t in times]
+            p5, p90, p95, p99 = (float(v) for v in np.percentile(np.asarray(raw), [5, 90, 95, 99]))
+            steps = stats["step_time_s"]
+            out["step_time_s"] = metric(steps["median"], "s", "lower", mean=steps["mean"], p5=p5,
+                                        p50=steps["median"], p90=p90, p95=p95, p99=p99, raw=raw)
+        for key, unit in (("compile_time_s", "s"), ("peak_memory_bytes", "bytes"), ("peak_reserved_bytes", "bytes")):
+            if measurement.get(key) is not None:
+                out[key] = metric(measurement[key], unit, "lower")
         flops = measurement.get("flops_per_sample")
-        if flops is not None:
-            out["achieved_flops_per_s"] = metric(stats["samples_per_s"] * flops, "FLOP/s")
+        if flops is not None and samples_per_s is not None:
+            out["achieved_flops_per_s"] = metric(samples_per_s * flops, "FLOP/s", "higher")
         return out
 
 
