@@ -65,11 +65,11 @@ FRAMEWORKS = ("pytorch", "gpt-fast", "llama.cpp", "tensorflow", "mlperf-closed-t
 # as s, GB/s stored as B/s), not a fast card.
 _RANGES = {
     "bandwidth_bytes_per_s": (1e10, 2e13),
-    "latency_mean_s": (1e-5, 100.0),
-    "latency_p50_s": (1e-5, 100.0),
-    "latency_p90_s": (1e-5, 100.0),
-    "latency_p99_s": (1e-5, 100.0),
-    "ttft_p99_s": (1e-4, 100.0),
+    "latency_mean_s": (1e-5, 10.0),
+    "latency_p50_s": (1e-5, 10.0),
+    "latency_p90_s": (1e-5, 10.0),
+    "latency_p99_s": (1e-5, 10.0),
+    "ttft_p99_s": (1e-4, 10.0),
     "tpot_p99_s": (1e-4, 10.0),
 }
 _DEFAULT_RANGE = (0.01, 1e7)  # samples or tokens per second
