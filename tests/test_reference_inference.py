@@ -25,7 +25,8 @@ from dlbench.reference.inference import (
 )
 from report_docs import run_cli
 
-PINNED_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/\S+$")
+# A file at a commit, or a pull request's thread (its comments keep their figures)
+PINNED_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(blob/[0-9a-f]{40}/\S+|pull/\d+)$")
 
 # Decoder shapes: (hidden, layers, heads, kv heads, intermediate, vocab, tied embeddings). The 7B/70B/Llama 3
 # figures are gpt-fast's model.py `transformer_configs` (pytorch-labs/gpt-fast@32971d3, "7B" takes its default
@@ -37,10 +38,11 @@ SHAPES = {
     "llama-3.1-70b": (8192, 80, 64, 8, 28672, 128256, False),
     "llama-3.2-1b": (2048, 16, 32, 8, 8192, 128256, True),
 }
-# Bytes per weight. q4_k_m: the GGUF file sizes the llama.cpp source lists (8B 4.58 GB, 70B 39.59 GB) over the
-# parameter count, which makes it about 4.5 bits per weight.
+# Bytes per weight. llama.cpp's formats: the GGUF file sizes its sources list (XiongjieDai's README: Q4_K_M 8B
+# 4.58 GB, 70B 39.59 GB; llama-bench in llama.cpp PR 4766: 7B Q8_0 6.67 GiB) over the parameter count.
 BYTES_PER_WEIGHT = {"fp16": 2.0, "bf16": 2.0, "int8-weight-only": 1.0, "int4-weight-only": 0.5}
-GGUF_Q4_K_M_BYTES = {"llama-3.1-8b": 4.58e9, "llama-3.1-70b": 39.59e9}
+GGUF_BYTES = {("llama-3.1-8b", "q4_k_m"): 4.58e9, ("llama-3.1-70b", "q4_k_m"): 39.59e9,
+              ("llama-2-7b", "q8_0"): 6.67 * 2**30}
 
 
 def parameters(workload: str) -> tuple[int, int]:
@@ -58,8 +60,8 @@ def parameters(workload: str) -> tuple[int, int]:
 def decode_bytes(workload: str, precision: str) -> float | None:
     """A lower bound on the bytes read from memory per decoded token at batch 1 (weights only, no KV cache)."""
     total, read = parameters(workload)
-    if precision == "q4_k_m":
-        return GGUF_Q4_K_M_BYTES[workload] / total * read
+    if (workload, precision) in GGUF_BYTES:
+        return GGUF_BYTES[workload, precision] / total * read
     per = BYTES_PER_WEIGHT.get(precision)
     return None if per is None else read * per
 

@@ -56,7 +56,7 @@ THROUGHPUT_METRICS = frozenset(m for m in METRICS if m.endswith("_per_s"))
 
 MODES = {
     "infer": ("offline", "latency", "server"),
-    "generate": ("pp512", "tg512", "decode_bs1", "offline", "server"),
+    "generate": ("pp512", "tg128", "tg512", "decode_bs1", "offline", "server"),
 }
 
 FRAMEWORKS = ("pytorch", "gpt-fast", "llama.cpp", "tensorflow", "mlperf-closed-tensorrt")
