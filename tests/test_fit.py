@@ -138,6 +138,7 @@ def test_gpus_that_hold_sorted_and_complete():
     ({"mode": "lora", "precision": "int4"}, "lora does not run at int4"),
     ({"context": 0}, "at least 1"),
     ({"optimizer": "sgd"}, "unknown optimizer"),
+    ({"context": 200_000}, "longer than llama-3.1-8b's 131,072 positions"),
 ])
 def test_bad_settings(kwargs, message):
     with pytest.raises(BadInput, match=message):

@@ -88,7 +88,7 @@ def _gb(value: float) -> str:
 
 
 def _num(value: float) -> str:
-    return f"{value / 1e9:.2f}e9" if value >= 1e8 else f"{value:,.0f}"
+    return f"{value / 1e9:.2f}e9" if value >= 1e9 else f"{value:,.0f}"
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def _weights(shape: ModelShape, bits: float, label: str) -> tuple[float, str]:
     linear = linear_params(shape)
     rest = param_count(shape) - linear
     total = linear * bits / 8 + rest * 2
-    return total, (f"{_num(linear)} decoder-matrix weights x {bits:g} bits ({label}) + {_num(rest)} other "
+    return total, (f"{_num(linear)} decoder-matrix weights x {bits:.4g} bits ({label}) + {_num(rest)} other "
                    f"(embeddings, lm_head, norms) x 2 B = {_gb(total)}")
 
 
@@ -214,6 +214,9 @@ def memory_needed(shape: ModelShape, mode: str = "serve", precision: str = "bf16
     The terms and their formulas are in the module docstring; `checkpointing` (gradient checkpointing per layer)
     and `optimizer` apply to the training modes, `lora_rank` to lora and qlora."""
     _check(mode, precision, context, batch, lora_rank, optimizer)
+    if context > shape.max_position:
+        raise BadInput(f"context {context:,} is longer than {shape.name}'s {shape.max_position:,} positions "
+                       "(max_position_embeddings in its config.json)")
     terms: list[Term] = []
     n_params = param_count(shape)
     settings: dict[str, Any] = {}

@@ -47,7 +47,7 @@ def _list_models(as_json: bool) -> None:
     table = Table(title=f"{len(shapes)} model shapes", box=box.SIMPLE_HEAD, pad_edge=False,
                   caption="Each row's figures come from its config.json (`dlbench fit --list --json` gives the "
                   "source); params counted by dlbench.catalog.models.")
-    table.add_column("Model")
+    table.add_column("Model", no_wrap=True)
     table.add_column("Family")
     for header in ("Params", "Hidden", "Layers", "Heads", "KV heads", "Head dim", "MLP", "Vocab", "Context"):
         table.add_column(header, justify="right", no_wrap=True)
