@@ -202,3 +202,49 @@ def test_fit_does_not_import_torch():
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+# --- estimate against what transformers holds on the CPU (tiny shapes, bf16) ------------------------------------
+
+def _tiny_llama(name: str):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from dlbench.catalog.models import llama_config_kwargs, tiny
+
+    shape = tiny(get_model(name))
+    config = transformers.LlamaConfig(**llama_config_kwargs(shape), attn_implementation="sdpa")
+    return torch, shape, transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-2-7b"])
+def test_weights_and_kv_cache_equal_what_transformers_holds(name):
+    torch, shape, model = _tiny_llama(name)
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert memory_needed(shape, "serve", "bf16", context=64).term("weights").bytes == weights
+    with torch.inference_mode():
+        cache = model(torch.randint(0, shape.vocab, (2, 64)), use_cache=True).past_key_values
+    held = sum(layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+               for layer in cache.layers)
+    assert kv_cache_bytes(shape, 64, batch=2) == held
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-2-7b"])
+def test_training_activations_match_the_saved_tensors(name):
+    """The no-checkpointing activation term against every tensor autograd saves (parameters left out), counted
+    with saved-tensor hooks; the estimate's logits are 6 B per value where autograd keeps the fp32 copy (4 B)."""
+    torch, shape, model = _tiny_llama(name)
+    parameters = {p.data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(tensor):
+        if tensor.data_ptr() not in parameters:
+            saved.setdefault(tensor.data_ptr(), tensor.numel() * tensor.element_size())
+        return tensor
+
+    tokens = 64
+    ids = torch.randint(0, shape.vocab, (1, tokens))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model(ids, labels=ids)
+    est = memory_needed(shape, "full-finetune", context=tokens, checkpointing=False).term("activations").bytes
+    est_fp32_logits = est - tokens * shape.vocab * (fit.LOGIT_BYTES_TRAIN - 4)
+    assert est_fp32_logits == pytest.approx(sum(saved.values()), rel=0.02)

@@ -26,12 +26,16 @@ qlora (Dettmers et al. 2023, arXiv 2305.14314, section 3)
     adapters     = as lora
 activations when training (per token and layer, 16-bit, FlashAttention/SDPA so no context^2 term; after
 Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", for a Llama block):
-    saved        = 4 x hidden (two norm inputs and outputs) + 2 x q width (Q, attention output) + 2 x KV width
-                   (K, V) + 4 x MLP width x active experts (gate, up, activation, product) elements x 2 B
+    saved        = 16 B x hidden (two RMSNorms, each: its input upcast to fp32, the normalized and the weighted
+                   output in 16 bits) + 2 B x (2 x q width + 2 x KV width) (Q, K, V, attention output) + 4 B x heads
+                   (fp32 log-sum-exp) + 4 B x head dim (RoPE cos, sin) + 8 B x MLP width x active experts (gate,
+                   up, activation, product): what transformers' Llama layer saves, counted with saved-tensor hooks
+                   in tests/test_fit.py
     no checkpointing: layers x saved x batch x context
     checkpointing (one checkpoint per decoder layer, as transformers' gradient_checkpointing_enable()):
                    layers x hidden x 2 B x batch x context (layer inputs) + one layer's saved activations
-    plus logits:   batch x context x vocab x 6 B (16-bit logits and their fp32 copy for the loss)
+    plus the head: batch x context x (hidden x 8 B (the final norm) + vocab x 6 B (16-bit logits and their fp32
+                   copy for the loss))
 runtime overhead (dlbench's assumption, not a measurement): 1 GiB per GPU for the CUDA context, kernels and
     cuBLAS workspace, plus 5% of everything else for the caching allocator's fragmentation and reserve.
 
@@ -170,27 +174,33 @@ def _adapter_params(shape: ModelShape, rank: int) -> int:
     return shape.layers * rank * (attention + mlp)
 
 
-def _saved_per_token_layer(shape: ModelShape) -> int:
-    """16-bit activation elements one decoder layer saves for backward per token (module docstring)."""
+def _saved_bytes_per_token_layer(shape: ModelShape) -> int:
+    """Bytes one decoder layer saves for backward per token in 16-bit training (module docstring)."""
     q_dim, kv_dim = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
-    return 4 * shape.hidden + 2 * q_dim + 2 * kv_dim + 4 * shape.intermediate * (shape.active_experts or 1)
+    norms = 2 * shape.hidden * (4 + 2 + 2)           # two RMSNorms: fp32 input, normalized, weighted output
+    attention = 2 * (2 * q_dim + 2 * kv_dim) + 4 * shape.heads + 2 * 2 * shape.head_dim  # Q, K, V, output;
+    # fp32 log-sum-exp per head; RoPE cos and sin
+    mlp = 4 * 2 * shape.intermediate * (shape.active_experts or 1)  # gate, up, activation, product
+    return norms + attention + mlp
 
 
 def _training_activations(shape: ModelShape, context: int, batch: int, checkpointing: bool) -> tuple[float, str]:
     tokens = context * batch
-    saved = _saved_per_token_layer(shape)
-    logits = tokens * shape.vocab * LOGIT_BYTES_TRAIN
+    saved = _saved_bytes_per_token_layer(shape)
+    logits = tokens * (shape.vocab * LOGIT_BYTES_TRAIN + 8 * shape.hidden)  # and the final norm's 8 B x hidden
     if checkpointing:
         inputs = shape.layers * shape.hidden * 2 * tokens
-        one_layer = saved * 2 * tokens
+        one_layer = saved * tokens
         total = inputs + one_layer + logits
         return total, (f"checkpointed: {shape.layers} layer inputs x {shape.hidden} x 2 B x {tokens:,} tokens "
-                       f"({_gb(inputs)}) + one layer recomputed: {saved:,} x 2 B x {tokens:,} ({_gb(one_layer)}) + "
-                       f"logits {tokens:,} x {shape.vocab:,} x {LOGIT_BYTES_TRAIN:g} B ({_gb(logits)})")
-    layers = shape.layers * saved * 2 * tokens
+                       f"({_gb(inputs)}) + one layer recomputed: {saved:,} B x {tokens:,} ({_gb(one_layer)}) + "
+                       f"final norm and logits {tokens:,} x ({shape.hidden:,} x 8 B + {shape.vocab:,} x "
+                       f"{LOGIT_BYTES_TRAIN:g} B) ({_gb(logits)})")
+    layers = shape.layers * saved * tokens
     total = layers + logits
-    return total, (f"{shape.layers} layers x {saved:,} saved values x 2 B x {tokens:,} tokens ({_gb(layers)}) + "
-                   f"logits {tokens:,} x {shape.vocab:,} x {LOGIT_BYTES_TRAIN:g} B ({_gb(logits)})")
+    return total, (f"{shape.layers} layers x {saved:,} B saved x {tokens:,} tokens ({_gb(layers)}) + "
+                   f"final norm and logits {tokens:,} x ({shape.hidden:,} x 8 B + {shape.vocab:,} x "
+                       f"{LOGIT_BYTES_TRAIN:g} B) ({_gb(logits)})")
 
 
 def _check(mode: str, precision: str, context: int, batch: int, rank: int, optimizer: str) -> None:
