@@ -184,6 +184,8 @@ def test_fit_list(capsys):
 @pytest.mark.parametrize("args, message", [
     (["fit", "llama-9"], "unknown model"),
     (["fit", "llama-3.1-8b", "--gpu", "RTX 9999"], "unknown GPU"),
+    (["fit", "llama-3.1-8b", "--gpu", ""], "unknown GPU"),
+    (["fit", ""], "name a model"),
     (["fit", "llama-3.1-8b", "--precision", "fp4"], "unknown precision"),
     (["fit", "llama-3.1-8b", "--mode", "full-finetune", "--precision", "int4"], "does not run at int4"),
     (["fit"], "name a model"),

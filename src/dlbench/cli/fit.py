@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
         from dlbench.catalog.models import get_model
 
         shape = get_model(_model_name(model, workload))
-        spec = resolve(gpu) if gpu else None
+        spec = resolve(gpu) if gpu is not None else None
         est = memory_needed(shape, mode, precision, context=context, batch=batch, lora_rank=lora_rank,
                             optimizer=optimizer, checkpointing=checkpointing)
         if spec is not None and not spec.memory_bytes:
