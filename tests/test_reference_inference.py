@@ -75,6 +75,17 @@ def test_parameter_counts_match_the_published_model_sizes():
     assert parameters("llama-3.2-1b")[0] == pytest.approx(1.236e9, rel=0.01)
 
 
+def test_shapes_agree_with_the_model_table():
+    """The shapes this test uses are the ones dlbench builds its generate workloads from (catalog/models.csv)."""
+    from dlbench.catalog.models import get_model, param_count
+
+    for name, (hidden, layers, heads, kv_heads, inter, vocab, tied) in SHAPES.items():
+        shape = get_model(name)
+        assert (shape.hidden, shape.layers, shape.heads, shape.kv_heads, shape.intermediate, shape.vocab,
+                shape.tied_embeddings) == (hidden, layers, heads, kv_heads, inter, vocab, tied), name
+        assert param_count(shape) == pytest.approx(parameters(name)[0], rel=1e-3), name
+
+
 def test_enough_rows_from_every_source_kind():
     rows = load_inference()
     assert len(rows) >= 40
