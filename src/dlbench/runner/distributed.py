@@ -108,7 +108,7 @@ def rank_device(dist_env: DistEnv, device: str) -> str:
     """The device this rank uses: `cuda:<LOCAL_RANK>` for CUDA (`auto` too, where it means a GPU), else the device
     as given. Never the current device: torchrun does not set it, so it is device 0 in every rank."""
     if device == "auto":
-        from dlbench.runner.devices import resolve_device
+        from dlbench.measurement.device import resolve_device
 
         device = resolve_device(device)
     kind = device.split(":", 1)[0]
@@ -298,7 +298,7 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
     """
     from dataclasses import replace
 
-    from dlbench.runner.measure import measure
+    from dlbench.scenarios import measure
 
     device = init_process_group(dist_env, config.device, timeout_s)
     config = replace(config, device=device, world_size=dist_env.world_size)
@@ -318,7 +318,7 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
 
 def rank_sampler(dist_env: DistEnv, device: str):
     """(sampler, reason) for this rank's own device: every rank of a group samples its GPU (never raises)."""
-    from dlbench.runner.worker import create_sampler
+    from dlbench.measurement.telemetry import create_sampler
 
     return create_sampler(rank_device(dist_env, device))
 

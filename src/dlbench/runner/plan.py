@@ -3,7 +3,7 @@
 Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (and `--device`, `--batch-size`...).
 
 Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
-resolves the device, fills in defaults and asks `capabilities.unsupported_reason` about each combination. It runs
+resolves the device, fills in defaults and asks the scenario (`scenarios.unsupported_reason`) about each combination. It runs
 in the planning child process (`dlbench.runner.planning`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dlbench.errors import BadInput
+
+# Device facts and resolution are shared with every scenario (measurement/); the planner re-exports them.
+from dlbench.measurement.device import DeviceFacts, resolve_device  # noqa: F401 - re-exported
 from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
-from dlbench.runner.devices import DeviceFacts, resolve_device
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
 GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")
@@ -62,6 +64,7 @@ class RunOptions:
     tiny: bool = False
     timeout_s: float | None = None
     gpus: list[int] | str | None = None  # `--gpus 1,2,4` device counts, "all", or None (one device)
+    scenario: str = "train"  # `--scenario`: a name in `dlbench.scenarios.SCENARIOS`
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +114,9 @@ class Plan:
                    quick_suite=bool(data.get("quick_suite")), notes=list(data.get("notes", [])))
 
 
+# ---------------------------------------------------------------------------------------------- validation
+
+
 def parse_batch_size(value: str | int | None) -> int | str | None:
     """`--batch-size`: a positive integer or "auto"."""
     if value is None or isinstance(value, int) and not isinstance(value, bool):
@@ -133,7 +139,10 @@ MAX_COUNT = 1_000_000
 
 
 def validate_options(options: RunOptions) -> RunOptions:
-    """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
+    """Check what needs no torch: scenario, precision and compile names, positive numbers. Raises BadInput."""
+    from dlbench import scenarios
+
+    options.scenario = scenarios.get(options.scenario).name
     options.precisions = [check_precision(name) for name in options.precisions]  # any case, as workloads
     options.compile_modes = [check_compile_mode(name) for name in options.compile_modes]
     options.batch_size = parse_batch_size(options.batch_size)
@@ -207,8 +216,8 @@ def _device_entry(device: str, facts: DeviceFacts) -> dict[str, Any] | None:
 
 
 def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
-    """Expand validated options into a `Plan` (imports the workload registry and capabilities)."""
-    from dlbench.runner.capabilities import unsupported_reason
+    """Expand validated options into a `Plan` (imports the workload registry and the scenarios' capabilities)."""
+    from dlbench.scenarios import unsupported_reason
     from dlbench.workloads import registry
 
     validate_options(options)
@@ -290,14 +299,15 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
             for mode in compile_modes:
                 config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
                                    seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
-                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1)
+                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1,
+                                   scenario=options.scenario)
                 config = replace(config, seq_len=workload.seq_len(config))
                 timeout = options.timeout_s or (MAX_AUTOTUNE_TIMEOUT_S if mode == "max-autotune"
                                                 else DEFAULT_TIMEOUT_S)
-                items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config),
+                items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config, facts),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
-    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launchers.torchrun)
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (runner.launchers.torchrun)
         from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
 
         counts = resolve_gpu_counts(options.gpus, device, facts.cuda)

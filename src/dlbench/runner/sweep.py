@@ -2,7 +2,7 @@
 
 Exercised by `dlbench run` (see `dlbench.cli.run`), and by `tests/test_sweep.py` with fault-injection workloads.
 
-For each configuration the sweep waits for the GPU to cool (`runner.thermal`), searches the batch size where
+For each configuration the sweep waits for the GPU to cool (`measurement.thermal`), searches the batch size where
 asked (`runner.batch_search`), then measures it in its own child process(es) (`runner.isolate`, started by
 `dlbench.runner.launchers`, which also say how a child ended):
 - the worker wrote a result file: its status (`ok`, `oom`, `error`);
@@ -22,17 +22,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlbench.runner.config import RunConfig
-from dlbench.runner.document import make_result
-from dlbench.runner.isolate import run_worker
-from dlbench.runner.launchers import Interrupted
-from dlbench.runner.plan import Plan
-from dlbench.runner.thermal import (
+from dlbench.measurement.thermal import (
     DEFAULT_MAX_START_TEMP_C,
     DEFAULT_MAX_WAIT_S,
     GpuThermometer,
     wait_until_cool,
 )
+from dlbench.runner.config import RunConfig
+from dlbench.runner.document import make_result
+from dlbench.runner.isolate import run_worker
+from dlbench.runner.launchers import Interrupted
+from dlbench.runner.plan import Plan
 
 __all__ = ["Interrupted", "SweepObserver", "SweepOutcome", "interrupted_note", "nothing_stored_line", "run_sweep",
            "signals_raise_interrupted", "sigint_ignored"]

@@ -1,8 +1,9 @@
-"""What this machine's accelerators are, and which device a `--device` value names here.
+"""The machine's accelerators as the planner sees them, and which device `auto` or a bare `cuda` means.
 
-Exercised by `dlbench run` (in the planning child, `dlbench.runner.planning`) and by every process that measures.
-A leaf of `runner`: the planner, the measurement and the distributed set-up all resolve devices here, so none of
-them imports another for it. torch is imported only when facts are detected.
+Exercise it with `PYTHONPATH=src python -c "from dlbench.measurement.device import DeviceFacts, resolve_device;
+print(DeviceFacts.detect(), resolve_device('auto'))"`.
+
+Imports torch only inside `DeviceFacts.detect` (the planner calls it in a child process).
 """
 
 from __future__ import annotations
@@ -45,10 +46,6 @@ def _uuid(props) -> str | None:
     (`telemetry.nvml.resolve_cuda_device`) ignores the prefix and looks among both kinds."""
     uuid = getattr(props, "uuid", None)
     return None if uuid is None else str(uuid)
-
-
-# ---------------------------------------------------------------------------------------------- validation
-
 
 
 def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
