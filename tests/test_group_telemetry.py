@@ -232,7 +232,7 @@ def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_powe
     assert group["telemetry"]["samples_per_s_per_w"] is None and group["telemetry"]["power_mean_w"] is None
     assert group["telemetry"]["rank0_only"] is True
     # The run table's samples/s per W: one figure, for the one-GPU result only.
-    from dlbench.report.table import results_table
+    from dlbench.report.run_table import results_table
 
     table = results_table([one, two])
     per_w = next(c for c in table.columns if c.header == "samples/s/W")

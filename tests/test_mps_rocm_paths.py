@@ -217,7 +217,7 @@ def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued
     from types import SimpleNamespace
 
     from dlbench.analysis.ranking import vs_published_in
-    from dlbench.report.table import vs_published_cell
+    from dlbench.report.run_table import vs_published_cell
 
     published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1, gpu=gpu,
                                  samples_per_s=rate, source="Lambda (test)", comparable=True)

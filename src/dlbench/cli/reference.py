@@ -67,7 +67,7 @@ def filter_published(gpu: str | None = None, workload: str | None = None, precis
 
 
 def _print_table(rows: list[Any]) -> None:
-    from dlbench.report.tables import reference_table
+    from dlbench.report.comparison_tables import reference_table
 
     out = console()
     if not rows:

@@ -504,7 +504,7 @@ def scaling_units(series: list[dict[str, Any]]) -> tuple[str, str]:
 def scaling_chart(series: list[dict[str, Any]], out_dir: Path, name: str = "scaling", where: str = "") -> Chart:
     """Throughput against GPU count, measured (solid, markers) and ideal linear scaling (dashed).
 
-    `series` come from `analysis.scaling.scaling_series`; points above one GPU are labelled with their scaling
+    `series` come from `analysis.measured_scaling.scaling_series`; points above one GPU are labelled with their scaling
     efficiency. Without a one-GPU result there is no ideal line (the efficiency is unknown, not guessed).
     One panel per configuration, each with its own axis and unit: ResNet-50's images/s and BERT's sequences/s
     differ tenfold, and on a shared axis the slower workload's curve would lie flat along the bottom.

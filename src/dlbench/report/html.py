@@ -19,6 +19,7 @@ from typing import Any
 from dlbench import __version__
 from dlbench.analysis.configuration import config_key
 from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+from dlbench.analysis.measured_scaling import scaling_series
 from dlbench.analysis.ranking import (
     canonical_gpu,
     load_published_rows,
@@ -27,7 +28,6 @@ from dlbench.analysis.ranking import (
     result_gpu,
     vs_published_in,
 )
-from dlbench.analysis.scaling import scaling_series
 from dlbench.analysis.speedups import speedups
 from dlbench.analysis.stats import CV_WARN, step_time_percentiles
 from dlbench.report import charts, fmt
