@@ -10,7 +10,8 @@ import pytest
 
 from dlbench.analysis.speedups import speedups
 from dlbench.jsonio import write_json_atomic
-from dlbench.report.html import telemetry_series, write_report
+from dlbench.report.html import write_report
+from dlbench.report.sections.telemetry import telemetry_series
 from report_docs import (
     SAMPLE_CHARTS,
     environment,

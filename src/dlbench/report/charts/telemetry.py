@@ -17,7 +17,7 @@ def telemetry_chart(traces: list[dict[str, Any]], out_dir: Path, name: str = "te
     """GPU power, temperature and SM clock over the measured steps: one line per trace.
 
     `traces`: `[{"label": str, "series": {"t_s": [...], "power_w": [...], ...}, "power_limit_w": float|None}]`
-    (see `telemetry_section.telemetry_series`); each distinct power limit is drawn once, as a dotted line. Without `subject`
+    (see `sections.telemetry.telemetry_series`); each distinct power limit is drawn once, as a dotted line. Without `subject`
     the lines are one-GPU configurations (`where` names the hardware); with it, the chart is that one
     data-parallel configuration's and the lines are its GPUs. `note` is added to the caption.
     """
