@@ -4,7 +4,7 @@ Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.measure import m
 from dlbench.runner.config import RunConfig; print(measure(RunConfig('resnet50', flavour='tiny',
 batch_size=4, warmup_steps=1, steps=3, repeats=2)))"`.
 
-Order of events (README "Methodology" says why):
+Order of events (docs/methodology.md says why):
 1. seed Python, NumPy and torch; set the precision flags; build the model on the device (random weights),
    `wrap_model` (DDP), the optimizer, and one synthetic batch drawn from a fixed-seed generator and moved to
    the device once. Every step trains on that batch: no data loading is timed.
@@ -299,7 +299,7 @@ def measure(
     wrap_model: Callable[[Any], Any] | None = None,
     sync: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Run `config` here and return the raw measurement (see CONTRACTS and README "Methodology")."""
+    """Run `config` here and return the raw measurement (see CONTRACTS and docs/methodology.md)."""
     user_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # before TorchDynamo's import sets it
     from dlbench.runner.capabilities import unsupported_reason
     from dlbench.workloads import registry

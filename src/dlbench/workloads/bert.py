@@ -164,7 +164,7 @@ class BertMlmWorkload(BertWorkload):
         return input_ids, token_type_ids, positions, labels
 
 
-# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see README "Methodology").
+# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see docs/methodology.md, "Default batch size").
 register(
     BertSquadWorkload(
         "bert-base-squad",
