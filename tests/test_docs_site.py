@@ -147,3 +147,63 @@ def test_lead_ins_start_their_own_paragraph(path):
     glued = [f"{i + 1}: {line[:40]}" for i, line in enumerate(lines)
              if i and re.match(r"^\*\*[A-Z][^*]+\.\*\*", line) and lines[i - 1].strip()]
     assert glued == []
+
+
+PACKAGE = ROOT / "src" / "dlbench"
+REPO_FOLDERS = ("src/", "tests/", "benchmarks/", "tools/", "examples/", "docs/", ".ci/")
+
+
+def _named_files_and_modules(text: str) -> tuple[list[str], list[str]]:
+    """Repository paths (`src/dlbench/analysis/cost.py`, `store/schema.py`) and dotted names
+    (`dlbench.analysis.stats.summarize`) that `text` shows in code spans."""
+    spans = re.findall(r"`([^`\n]+)`", text)
+    paths = [s for s in spans if re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", s) and "/" in s and not s.startswith("/")]
+    dotted = [m for s in spans if "/" not in s for m in re.findall(r"\bdlbench(?:\.\w+)+", s)]
+    # `dlbench.db` is a file name, not a module: only names whose first part is one of the package's count
+    dotted = [m for m in dotted if (PACKAGE / m.split(".")[1]).exists() or (PACKAGE / f"{m.split('.')[1]}.py").exists()]
+    return paths, dotted
+
+
+def _top_level_names(module: Path) -> set[str]:
+    """What `module` defines or imports at its top level."""
+    import ast
+
+    names = set()
+    for node in ast.parse(module.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(target.id for target in targets if isinstance(target, ast.Name))
+    return names
+
+
+def _resolves(dotted: str) -> bool:
+    """`dlbench.a.b.name`: the longest module prefix exists, and the rest is a name defined in it."""
+    parts = dotted.split(".")[1:]
+    for cut in range(len(parts), -1, -1):
+        base = PACKAGE.joinpath(*parts[:cut])
+        module = base.with_suffix(".py") if cut else PACKAGE / "__init__.py"
+        if not module.exists() and (base / "__init__.py").exists():
+            module = base / "__init__.py"
+        if module.exists():
+            return not parts[cut:] or parts[cut] in _top_level_names(module)
+    return False
+
+
+@pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_files_and_modules_the_manual_names_exist(path):
+    """A module moved or renamed leaves no stale name in the manual (its pages name files to read)."""
+    paths, dotted = _named_files_and_modules(_text(path))
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir()}
+    missing = []
+    for name in paths:
+        if name.startswith(REPO_FOLDERS):
+            if not (ROOT / name).exists():
+                missing.append(name)
+        elif name.split("/")[0] in folders and not (PACKAGE / name).exists():
+            missing.append(name)
+    missing += [name for name in dotted if not _resolves(name)]
+    assert missing == []
