@@ -200,6 +200,8 @@ def test_the_files_and_modules_the_manual_names_exist(path):
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir()}
     missing = []
     for name in paths:
+        if any(Path(part).stem.isupper() and Path(part).stem != "README" for part in name.split("/")):
+            continue  # a placeholder: `src/dlbench/scenarios/NAME.py`, `DIR/index.html`
         if name.startswith(REPO_FOLDERS):
             if not (ROOT / name).exists():
                 missing.append(name)
