@@ -1,4 +1,4 @@
-"""The README's `dlbench compare` example is what the command prints for the same two runs.
+"""The manual's `dlbench compare` example (docs/report.md) is what the command prints for the same two runs.
 
 Run: `PYTHONPATH=src:tests python -m pytest -q tests/test_docs_compare_example.py`.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypatch):
-    # README's example still showed an older layout ("A 1cddfcb4  B 33134b93" columns, "p (Welch / MWU)",
+    # The manual's example (docs/report.md) still showed an older layout ("A 1cddfcb4  B 33134b93" columns, "p (Welch / MWU)",
     # "compile=off bs=256" labels) that `dlbench compare` no longer prints.
     from pathlib import Path
 
@@ -21,6 +21,6 @@ def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypat
     monkeypatch.setenv("COLUMNS", "110")
     code, out, _ = run_cli(capsys, "compare", "1cddfcb4", "latest")
     assert code == 0
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text(encoding="utf-8")
     block = readme.split("$ dlbench compare 1cddfcb4 latest\n", 1)[1].split("```", 1)[0]
     assert [line.rstrip() for line in out.splitlines() if line.strip()] == block.splitlines()

@@ -15,7 +15,7 @@ from test_hostile_input import assert_bad_input
 def test_reference_list_takes_workload_names_in_any_case_and_a_known_one_with_no_rows_is_no_error(capsys):
     # `-w RESNET50` was "error: no published results for workload 'RESNET50'", though run, estimate and advise
     # take any case; `-w bert-base-mlm` (a dlbench workload nobody published) exited 2 as if it were unknown,
-    # while a GPU with nothing published lists nothing and exits 0 (README: unknown names exit 2).
+    # while a GPU with nothing published lists nothing and exits 0 (docs/report.md: unknown names exit 2).
     code, out, err = cli(capsys, "reference", "list", "-w", "RESNET50", "--gpu", "RTX 4090", "-p", "amp-fp16",
                          "--json")
     assert code == 0, err

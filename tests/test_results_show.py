@@ -90,7 +90,7 @@ def test_show_lists_package_versions_as_names_and_versions(capsys, monkeypatch):
 
 
 def test_results_show_prints_the_scaling_table_run_printed(capsys):
-    # README: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
+    # docs/cli/results.md: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
     # the data-parallel scaling table (ideal samples/s, efficiency), which `results show` left out.
     from dlbench.store import open_store
     from report_docs import make_document, make_result, run_cli
