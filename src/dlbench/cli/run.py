@@ -189,7 +189,7 @@ def run(
 
 def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float,
          finish_run) -> int:
-    from dlbench.report.table import result_messages, results_table
+    from dlbench.report.run_table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.planning import plan_in_child
     from dlbench.runner.sweep import (
@@ -218,7 +218,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     results: list[dict[str, Any]] = []
 
     def document(extra_notes: list[str]) -> dict[str, Any]:
-        from dlbench.analysis.scaling import add_scaling_efficiency
+        from dlbench.analysis.measured_scaling import add_scaling_efficiency
 
         add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
         from dlbench.analysis.ranking import add_vs_published
@@ -278,7 +278,7 @@ def _run_joined(options, dist_env, err, out, json_path: Path | None, quiet: bool
     ranks exit quietly."""
     from dataclasses import replace
 
-    from dlbench.analysis.scaling import add_scaling_efficiency
+    from dlbench.analysis.measured_scaling import add_scaling_efficiency
     from dlbench.runner.distributed import RendezvousTimeout, destroy_process_group
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.joined import RankFailed, joined_plan, measure_item
@@ -391,7 +391,7 @@ def _leave_group(dist_env, failed, results, document, finish_run, json_path) -> 
 
 
 def _print_joined(results, plan, dist_env, written, err, out) -> int:
-    from dlbench.report.table import result_messages, results_table
+    from dlbench.report.run_table import result_messages, results_table
 
     nodes = max((r.get("nodes") or 1 for r in results), default=1)
     title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"
