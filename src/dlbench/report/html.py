@@ -247,7 +247,7 @@ def _result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
     return rows
 
 
-# How a status reads on the page (the stored names are the schema's, `store.documents.STATUSES`).
+# How a status reads on the page (the stored names are the schema's, `dlbench.schema.STATUSES`).
 STATUS_TEXT = {"oom": "out of memory", "timeout": "timed out"}
 # The results table's figure columns after the throughput, each left out when no result has a value for it (a CPU
 # run has no peak memory, a run of one repeat no CV): (row key, heading).
