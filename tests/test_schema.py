@@ -244,3 +244,50 @@ def test_schema_is_a_leaf_that_imports_nothing_heavy():
     assert heavy.strip() == "]"
     outside = [m for m in eval(mods + "]") if not m.startswith("dlbench.schema")]  # noqa: S307 (our own output)
     assert set(outside) <= {"dlbench.errors", "dlbench.jsonio"}
+
+
+# -- results pair only within one scenario, and are read through the metrics ------------------------------
+
+def _as_scenario(result: dict, name: str, value: float) -> dict:
+    """The same configuration as `result`, measured by another scenario whose throughput metric is `value`."""
+    return {**result, "scenario": name, "samples_per_s": None, "primary_metric": "samples_per_s",
+            "metrics": {"samples_per_s": {"value": value, "unit": "samples/s", "better": "higher"}}}
+
+
+def test_compare_scaling_fleet_and_ranking_pair_within_one_scenario():
+    from dlbench.analysis.compare import compare_documents
+    from dlbench.analysis.ranking import not_comparable_reason
+    from dlbench.analysis.scaling import add_scaling_efficiency, scaling_series
+
+    a = schema.load_document(V1 / "run.json")
+    b = copy.deepcopy(a)
+    b["run_id"] = "f" * 32
+    b["results"][0] = _as_scenario(b["results"][0], "infer", 1e6)
+    compared = compare_documents(a, b)
+    assert [row["workload"] for row in compared["rows"]] == ["bert-base-squad"]
+    assert compared["only_in_a"] == compared["only_in_b"] == ["resnet50 fp32 compile=off bs=8 tiny"]
+    assert all(row["scenario"] == "train" for row in compared["rows"])
+
+    scaling = schema.load_document(V1 / "run_scaling.json")["results"]
+    one, two = scaling
+    assert add_scaling_efficiency(copy.deepcopy(scaling))[1]["scaling_efficiency"] == pytest.approx(
+        two["samples_per_s"] / (2 * one["samples_per_s"]))
+    mixed = add_scaling_efficiency([_as_scenario(one, "infer", 10.0), copy.deepcopy(two)])
+    assert mixed[1]["scaling_efficiency"] is None  # its one-device baseline measured another scenario
+    assert [len(s["points"]) for s in scaling_series([_as_scenario(one, "infer", 10.0), two])] == [1, 1]
+
+    assert "published results are for training" in not_comparable_reason(_as_scenario(one, "infer", 10.0), "H100")
+
+
+def test_readers_take_the_throughput_from_the_metrics():
+    """A version-2 result is read through `metrics`, not through the version-1 field beside it."""
+    from dlbench.analysis.compare import compare_results
+    from dlbench.analysis.speedups import speedups
+
+    a = schema.load_document(V1 / "run.json")["results"][0]
+    b = _as_scenario(a, "train", a["samples_per_s"] * 2)
+    row = compare_results(a, b)
+    assert row["b_samples_per_s"] == a["samples_per_s"] * 2 and row["ratio"] == pytest.approx(2.0)
+    faster = {**b, "compile": "default"}
+    found = speedups([a, faster])
+    assert found and found[0]["speedup"] == pytest.approx(2.0)

@@ -35,6 +35,7 @@ from dlbench.report.fleet_section import fleet_section
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
 from dlbench.report.summary_section import summary_section
 from dlbench.report.telemetry_section import telemetry_figures, telemetry_series  # noqa: F401 (named here too)
+from dlbench.schema.metrics import throughput
 
 _short_config = short_config  # the name tests and older callers use
 
@@ -228,7 +229,7 @@ def _result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
                 "run": run["tag"], "run_id": run["short"] if run["by_host"] else "",
                 "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
                 "details": " \u00b7 ".join(details),
-                "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
+                "throughput": fmt.throughput(throughput(r)), "unit": f"{fmt.unit_of(r)}/s",
                 "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > CV_WARN,
                 "step_ms": fmt.ms(st.get("median")),
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
@@ -301,7 +302,7 @@ def _ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
             name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
-                                               "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
+                                               "samples_per_s": throughput(r), "key": (config_key(r), gpu_label),
                                                "vs": vs})
     if not groups:  # nothing comparable (a CPU or --tiny run): no section; "At a glance" says why
         return None
@@ -366,7 +367,7 @@ def _step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                 p5, p95 = step_time_percentiles(times)
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
-                 "p5_s": p5, "p95_s": p95, "samples_per_s": r.get("samples_per_s"), "key": config_key(r)})
+                 "p5_s": p5, "p95_s": p95, "samples_per_s": throughput(r), "key": config_key(r)})
     if not by_workload:
         return None
     groups, thinned = [], False
