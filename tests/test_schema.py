@@ -146,6 +146,18 @@ def test_malformed_documents_name_the_key(mutate, reason):
     assert reason in err.value.format_message()
 
 
+def test_a_result_of_another_scenario_needs_only_its_own_headline_metric():
+    """The version-1 training fields may stay null in a result of another scenario; its `primary_metric` is what
+    must be there when it finished."""
+    doc = _current()
+    doc["results"][0].update(scenario="infer", samples_per_s=None, primary_metric="latency_s", metrics={
+        "latency_s": {"value": 0.004, "unit": "s", "better": "lower", "p50": 0.004, "p99": 0.006}})
+    assert schema.validate_document(doc) is doc
+    doc["results"][0]["metrics"] = {}
+    with pytest.raises(DataError, match=r"results\[0\]\.primary_metric: 'latency_s' is not among"):
+        schema.validate_document(doc)
+
+
 def test_a_malformed_version_1_file_is_refused_before_its_upgrade():
     doc = _v1("run.json")
     doc["results"][0]["samples_per_s"] = "fast"
