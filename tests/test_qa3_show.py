@@ -196,7 +196,7 @@ def test_report_modules_compute_no_percentiles():
 
 def test_report_methodology_says_how_each_device_was_timed(tmp_path):
     # The page said "the device is synchronised before every clock read" for every run; on CUDA dlbench records
-    # events at each step boundary and synchronises once per repeat (README, "Clocks"), on a CPU it reads a clock.
+    # events at each step boundary and synchronises once per repeat (docs/methodology.md, "Clocks"), on a CPU it reads a clock.
     import report_docs
     from dlbench.report.html import write_report
 

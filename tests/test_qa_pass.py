@@ -103,7 +103,7 @@ def test_progress_line_names_the_batch_size_auto_measured():
 
 
 def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypatch):
-    # README's example still showed an older layout ("A 1cddfcb4  B 33134b93" columns, "p (Welch / MWU)",
+    # The manual's example (docs/report.md) still showed an older layout ("A 1cddfcb4  B 33134b93" columns, "p (Welch / MWU)",
     # "compile=off bs=256" labels) that `dlbench compare` no longer prints.
     from pathlib import Path
 
@@ -117,7 +117,7 @@ def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypat
     monkeypatch.setenv("COLUMNS", "110")
     code, out, _ = run_cli(capsys, "compare", "1cddfcb4", "latest")
     assert code == 0
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text(encoding="utf-8")
     block = readme.split("$ dlbench compare 1cddfcb4 latest\n", 1)[1].split("```", 1)[0]
     assert [line.rstrip() for line in out.splitlines() if line.strip()] == block.splitlines()
 
@@ -125,7 +125,7 @@ def test_the_readme_compare_example_is_what_the_command_prints(capsys, monkeypat
 def test_reference_list_takes_workload_names_in_any_case_and_a_known_one_with_no_rows_is_no_error(capsys):
     # `-w RESNET50` was "error: no published results for workload 'RESNET50'", though run, estimate and advise
     # take any case; `-w bert-base-mlm` (a dlbench workload nobody published) exited 2 as if it were unknown,
-    # while a GPU with nothing published lists nothing and exits 0 (README: unknown names exit 2).
+    # while a GPU with nothing published lists nothing and exits 0 (docs/report.md: unknown names exit 2).
     code, out, err = cli(capsys, "reference", "list", "-w", "RESNET50", "--gpu", "RTX 4090", "-p", "amp-fp16",
                          "--json")
     assert code == 0, err
@@ -179,7 +179,7 @@ def test_a_refused_json_copy_does_not_claim_the_database_has_the_run_when_it_has
     assert "results database" not in copy_error and any("database" in w for w in warnings if w != copy_error)
 
 def test_results_show_prints_the_scaling_table_run_printed(capsys):
-    # README: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
+    # docs/cli/results.md: `results show` prints "the table `dlbench run` prints"; after `run --gpus 1,2,4` run also printed
     # the data-parallel scaling table (ideal samples/s, efficiency), which `results show` left out.
     from dlbench.store import open_store
     from report_docs import make_document, make_result, run_cli

@@ -166,10 +166,10 @@ def test_cli_selects_runs_as_dlbench_fleet_does(capsys, tmp_path):
 
     docs = readme_fleet()
     _store(docs)
-    code, out, err = run_cli(capsys, "report", "--host", "node*", "-o", str(tmp_path / "all"))  # README's example
+    code, out, err = run_cli(capsys, "report", "--host", "node*", "-o", str(tmp_path / "all"))  # the manual's example
     assert code == 0, err
     summary = _fleet_html((tmp_path / "all" / "index.html").read_text(encoding="utf-8"))
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text(encoding="utf-8")
     line = "8 nodes, 2 slow: node04 (-10%, thermal throttling), node07 (-6%, PCIe x8)"
     assert line in summary and f'"{line}"' in readme.replace("\n", " ")
     code, out, err = run_cli(capsys, "report", "--host", "node0[1-6]", "-o", str(tmp_path / "six"))

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cost",
     "estimate",
     "advise",
+    "fit",
     "comm",
     "doctor",
     "fleet",

@@ -448,7 +448,7 @@ def _environment_table(documents, runs) -> dict[str, Any]:
                      for label, values in rows]}
 
 
-# How each kind of device is timed (README, Methodology: "Clocks"; runner/measure.py).
+# How each kind of device is timed (docs/methodology.md, "Clocks"; measurement/clocks.py).
 _CLOCKS = {
     "cuda": "CUDA events at every step boundary, the GPU synchronised before the first and after the last step "
             "of each repeat",

@@ -1,7 +1,7 @@
 """`dlbench run` started by torchrun: join the group, measure in-process, rank 0 prints and stores one run.
 
 Exercised by `torchrun --nproc-per-node 2 -m dlbench run --device cpu --tiny -w resnet50` and the two-node
-example in README.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host:29500
+example in docs/multi-gpu.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host:29500
 -m dlbench run ...`).
 
 The launcher already started one process per device, so there is no child sweep here: every rank builds the same
