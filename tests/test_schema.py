@@ -303,3 +303,29 @@ def test_readers_take_the_throughput_from_the_metrics():
     faster = {**b, "compile": "default"}
     found = speedups([a, faster])
     assert found and found[0]["speedup"] == pytest.approx(2.0)
+
+
+def test_the_document_metrics_agree_with_the_training_scenario():
+    """What the document builder writes today (from the version-1 fields) and what the training scenario reports
+    (`scenarios.get("train").metrics`, from the raw values) are the same metrics, and its headline is the
+    document's `primary_metric`."""
+    from dlbench import scenarios
+    from dlbench.runner.config import RunConfig
+    from dlbench.runner.document import make_result
+
+    config = RunConfig(workload="resnet50", precision="fp32", compile="default", batch_size=8, device="cpu",
+                       flavour="tiny")
+    measurement = {"batch_size": 8, "device": "cpu", "warmup_step_times_s": [0.3],
+                   "repeats": [{"step_times_s": [0.1, 0.11, 0.09, 0.12, 0.2]}, {"step_times_s": [0.1, 0.13, 0.1]}],
+                   "flops_per_sample": 1e8, "peak_memory_bytes": 123_456, "peak_reserved_bytes": 200_000,
+                   "compile_time_s": 12.5}
+    written = make_result(config, "ok", measurement=measurement)
+    train = scenarios.get("train")
+    reported = train.metrics(measurement, config)
+    assert written["primary_metric"] == train.headline
+    assert set(written["metrics"]) == set(reported)
+    for name, found in reported.items():
+        mine = written["metrics"][name]
+        assert set(mine) == set(found), name
+        for key, value in found.items():
+            assert mine[key] == (pytest.approx(value, rel=1e-12) if not isinstance(value, str) else value), (name, key)
