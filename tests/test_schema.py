@@ -268,8 +268,8 @@ def _as_scenario(result: dict, name: str, value: float) -> dict:
 
 def test_compare_scaling_fleet_and_ranking_pair_within_one_scenario():
     from dlbench.analysis.compare import compare_documents
+    from dlbench.analysis.measured_scaling import add_scaling_efficiency, scaling_series
     from dlbench.analysis.ranking import not_comparable_reason
-    from dlbench.analysis.scaling import add_scaling_efficiency, scaling_series
 
     a = schema.load_document(V1 / "run.json")
     b = copy.deepcopy(a)
