@@ -84,7 +84,7 @@ def select_documents(docs: Iterable[dict[str, Any]], since: datetime | None = No
     """The documents created at or after `since` (aware datetime), on a host matching one of the `hosts` globs
     (case-insensitive, as host names are) and on a GPU whose name contains `gpu` (case-insensitive, as
     `dlbench results list --gpu`); each run once (BadInput when two different documents share a run id)."""
-    from dlbench.schema.validate import parse_created_at
+    from dlbench.timestamps import parse_created_at
 
     globs = [h.lower() for h in hosts]
     seen: dict[Any, tuple] = {}
@@ -223,7 +223,7 @@ def node_device(device: Any) -> str | None:
 
 
 def _newest_per_node(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    from dlbench.schema.validate import parse_created_at
+    from dlbench.timestamps import parse_created_at
 
     newest: dict[tuple, dict[str, Any]] = {}
     superseded = []

@@ -2,10 +2,10 @@
 
 `dlbench results import run.json` validates with `load_document`; `dlbench run` builds documents with these
 keys; `dlbench compare` and `dlbench report` read metrics with `dlbench.schema.metrics`. A leaf: it imports
-nothing of dlbench but `errors` and `jsonio`, and nothing heavy (the standard library only).
+nothing of dlbench but `errors`, `jsonio` and `timestamps`, and nothing heavy (the standard library only).
 
 - `keys`: `SCHEMA_VERSION`, `STATUSES`, `FAILED_STATUSES`, the required keys, the scenarios' headline metrics.
-- `validate`: `validate_document`, `load_document`, `parse_created_at`.
+- `validate`: `validate_document`, `load_document` (and `parse_created_at`, from `dlbench.timestamps`).
 - `upgrade`: `UPGRADES` and `upgrade` (version 1 -> 2).
 - `metrics`: `metric`, `value`, `primary`, `throughput`, `scenario`, `training_metrics`.
 """

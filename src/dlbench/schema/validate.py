@@ -16,7 +16,6 @@ import math
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from dlbench.jsonio import read_json
 from dlbench.schema import keys
 from dlbench.schema.keys import BETTER, METRIC_LIST_KEYS, METRIC_STAT_KEYS, STATUSES, STEP_TIME_KEYS
 from dlbench.schema.upgrade import upgrade
+from dlbench.timestamps import parse_created_at
 
 RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
@@ -242,17 +242,6 @@ def _check_keys(obj: dict, required: dict, optional: dict, where: str) -> None:
     for key, (check, expected) in optional.items():
         if key in obj and not check(obj[key]):
             raise DataError(f"{where}{key}: expected {expected}, got {_type_name(obj[key])}")
-
-
-def parse_created_at(value: str) -> datetime:
-    """ISO 8601 timestamp → aware UTC datetime (a timestamp without zone is taken as UTC)."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not accept "Z"
-        text = text[:-1] + "+00:00"
-    dt = datetime.fromisoformat(text)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
 
 
 def _validate_result(result: Any, i: int) -> None:

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench.schema import metrics
-from dlbench.schema.validate import parse_created_at
+from dlbench.timestamps import parse_created_at
 
 RUN_EXPORT_COLUMNS = (
     "run_id",
