@@ -19,7 +19,9 @@ from dlbench.catalog.spec import GIB
 
 APPLE = ["M1 Max", "M2 Max", "M3 Max", "M4 Max", "M1 Ultra", "M2 Ultra", "M3 Ultra"]
 AMD_CONSUMER = ["RX 6800 XT", "RX 6900 XT", "RX 7900 XT", "RX 7900 XTX", "RX 9070 XT"]
-NVIDIA_OLDER = ["RTX 3060 12GB", "RTX 3070", "GTX 1080 Ti", "Tesla P40"]
+NVIDIA_OLDER = ["RTX 3060 12GB", "RTX 3070", "GTX 1080 Ti", "Tesla P40", "TITAN V", "TITAN Xp", "P100 PCIe 16GB"]
+# No tensor or matrix rate in any source checked: those columns stay blank.
+NO_TENSOR = APPLE + AMD_CONSUMER + ["GTX 1080 Ti", "Tesla P40", "TITAN V", "TITAN Xp", "P100 PCIe 16GB"]
 NEW = APPLE + AMD_CONSUMER + NVIDIA_OLDER
 
 # Cards LLM tables use that the catalogue already had before this change: they must still be there.
@@ -32,7 +34,7 @@ FIGURES = {
     "M1 Ultra": (128, 800), "M2 Ultra": (192, 800), "M3 Ultra": (512, 819),
     "RX 6800 XT": (16, 512), "RX 6900 XT": (16, 512), "RX 7900 XT": (20, 800), "RX 7900 XTX": (24, 960),
     "RX 9070 XT": (16, 640), "RTX 3060 12GB": (12, 360), "RTX 3070": (8, 448), "GTX 1080 Ti": (11, 484),
-    "Tesla P40": (24, 694.3),
+    "Tesla P40": (24, 694.3), "TITAN V": (12, 651), "TITAN Xp": (12, 548), "P100 PCIe 16GB": (16, 732),
 }
 
 
@@ -73,7 +75,7 @@ def test_apple_rows_are_the_largest_configuration_and_say_so():
 
 
 def test_blank_tensor_columns_mean_no_source_not_zero():
-    for name in APPLE + AMD_CONSUMER + ["GTX 1080 Ti", "Tesla P40"]:
+    for name in NO_TENSOR:
         spec = _spec(name)
         assert "no tensor-core figure" in spec.notes
         for precision in ("tf32", "amp-fp16", "amp-bf16", "fp8"):
@@ -96,7 +98,8 @@ def test_blank_tensor_columns_mean_no_source_not_zero():
     ("M2 Ultra 76-core GPU", "M2 Ultra"), ("M3 Max 40-core GPU", "M3 Max"),
     # What telemetry.environment records for an Apple GPU: "<cpu model> GPU (MPS)".
     ("Apple M2 Max GPU (MPS)", "M2 Max"), ("Apple M3 Ultra GPU (MPS)", "M3 Ultra"),
-    ("Apple M1 Max GPU (MPS)", "M1 Max"),
+    ("Apple M1 Max GPU (MPS)", "M1 Max"), ("NVIDIA TITAN V", "TITAN V"), ("Titan Xp", "TITAN Xp"),
+    ("Tesla P100-PCIE-16GB", "P100 PCIe 16GB"),
 ])
 def test_common_spellings_resolve(typed, expected):
     assert resolve(typed).name == expected
@@ -136,7 +139,7 @@ def test_estimate_and_advise_never_use_a_blank_figure():
         assert "no amp-fp16 peak figure" in e.basis
     advice = advise().to_dict()
     ranked = {option["gpu"] for option in advice["options"]}
-    assert not ranked & set(APPLE + AMD_CONSUMER + ["GTX 1080 Ti", "Tesla P40"])
+    assert not ranked & set(NO_TENSOR)
     excluded = {row["gpu"]: row["reason"] for row in advice["excluded"]}
     assert all(name in excluded for name in APPLE + AMD_CONSUMER)
     assert "no price" in excluded["M2 Ultra"] and "amp-fp16" in excluded["RX 7900 XTX"]
