@@ -143,3 +143,16 @@ def test_estimate_and_advise_never_use_a_blank_figure():
     excluded = {row["gpu"]: row["reason"] for row in advice["excluded"]}
     assert all(name in excluded for name in APPLE + AMD_CONSUMER)
     assert "no price" in excluded["M2 Ultra"] and "amp-fp16" in excluded["RX 7900 XTX"]
+
+
+def test_every_csv_row_has_exactly_the_declared_columns():
+    # An unquoted comma in a hand-edited `notes` or `sources` cell would silently cut the cell short.
+    import csv
+    from importlib import resources
+
+    from dlbench.catalog.spec import CSV_COLUMNS
+
+    path = resources.files("dlbench.catalog").joinpath("gpus.csv")
+    with path.open(newline="", encoding="utf-8") as handle:
+        widths = {tuple(row)[0]: len(row) for row in csv.reader(handle)}
+    assert {name: n for name, n in widths.items() if n != len(CSV_COLUMNS)} == {}
