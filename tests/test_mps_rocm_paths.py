@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlbench.runner.capabilities import unsupported_reason
+from dlbench.measurement.capabilities import unsupported_reason
 from dlbench.runner.config import RunConfig
 
 
@@ -255,7 +255,7 @@ def test_batch_size_auto_on_mps_names_the_allocators_limit():
 def test_mps_results_say_their_peak_memory_was_not_measured():
     """torch.mps has current_allocated_memory and driver_allocated_memory (and recommended_max_memory from 2.5)
     but no peak counter and no reset: peak_memory_bytes is null on MPS, and its scope must not claim steps."""
-    from dlbench.runner import measure as m
+    from dlbench.measurement import memory as m
 
     for mode in ("off", "default"):
         scope = m.peak_memory_scope(mode, "mps")
@@ -374,7 +374,7 @@ def test_an_mi250x_gcd_is_said_to_match_two_catalogue_rows_not_to_be_missing():
 def test_fused_optimizer_is_rebuilt_on_foreach_keeping_class_hyperparameters_and_parameters():
     import torch
 
-    from dlbench.workloads.base import without_fused_kernel
+    from dlbench.scenarios.train import without_fused_kernel
 
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.02, fused=True)
@@ -402,7 +402,7 @@ def test_only_mps_with_a_grad_scaler_gives_up_the_fused_kernel(device_type, with
     # optimizers unscale and skip inf steps themselves, and without a scaler there is nothing to ignore.
     import torch
 
-    from dlbench.workloads.base import optimizer_for_scaler
+    from dlbench.scenarios.train import optimizer_for_scaler
 
     opt = torch.optim.SGD(torch.nn.Linear(4, 2).parameters(), lr=0.1, momentum=0.9, fused=True)
     scaler = torch.amp.GradScaler("cpu") if with_scaler else None
@@ -415,7 +415,7 @@ def test_amp_bf16_is_judged_on_the_configured_gpu_not_the_current_one(monkeypatc
     # A machine with an A100 as cuda:0 (current) and a V100 as cuda:1: bf16 on cuda:1 is refused, on cuda:0 not.
     import torch
 
-    from dlbench.runner import capabilities
+    from dlbench.measurement import capabilities
 
     caps = {0: (8, 0), 1: (7, 0)}
     names = {0: "NVIDIA A100-SXM4-80GB", 1: "Tesla V100-SXM2-32GB"}

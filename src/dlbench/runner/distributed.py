@@ -298,7 +298,7 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
     """
     from dataclasses import replace
 
-    from dlbench.runner.measure import measure
+    from dlbench.scenarios import measure
 
     device = init_process_group(dist_env, config.device, timeout_s)
     config = replace(config, device=device, world_size=dist_env.world_size)
@@ -318,7 +318,7 @@ def measure_distributed(config, dist_env: DistEnv, progress=None, sampler=None,
 
 def rank_sampler(dist_env: DistEnv, device: str):
     """(sampler, reason) for this rank's own device: every rank of a group samples its GPU (never raises)."""
-    from dlbench.runner.worker import create_sampler
+    from dlbench.measurement.telemetry import create_sampler
 
     return create_sampler(rank_device(dist_env, device))
 
