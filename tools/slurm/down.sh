@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Stop the cluster that tools/slurm/up.sh started in DIR: cancel its jobs, stop slurmd, slurmctld and munged, and
+# end any job process left behind, so that nothing of it keeps running.
+#
+#   tools/slurm/down.sh /tmp/slurm [--rm]     # --rm also deletes DIR
+#
+# Only processes of this cluster are touched: the daemons by their pid files, slurmstepd by a marker in its
+# environment (up.sh gives it to every daemon), job steps as their descendants.
+set -uo pipefail
+
+DIR=${1:?usage: tools/slurm/down.sh DIR [--rm]}
+DIR=$(cd "$DIR" 2>/dev/null && pwd) || { echo "down.sh: no such folder: $1" >&2; exit 2; }
+CONF="$DIR/slurm.conf"
+
+alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
+
+# Wait up to $2 seconds for process $1 to end; then SIGKILL it.
+stop_pid() {
+    local pid=$1 wait_s=$2 i
+    alive "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null
+    for ((i = 0; i < wait_s * 10; i++)); do alive "$pid" || return 0; sleep 0.1; done
+    echo "down.sh: process $pid did not stop on SIGTERM; SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null
+}
+
+pid_of() { [[ -f $1 ]] && tr -dc 0-9 <"$1"; }
+
+# This cluster's processes: those that carry its marker (the daemons and slurmstepd, from up.sh's environment)
+# and their descendants (job steps), never this script or its callers.
+cluster_pids() {
+    local entry pid ppid marked=() mine=" " ancestors=" " p=$$
+    while [[ -n $p && $p != 0 ]]; do
+        ancestors+="$p "
+        p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+    done
+    declare -A parent
+    for entry in /proc/[0-9]*; do
+        pid=${entry#/proc/}
+        ppid=$(awk '/^PPid:/ {print $2}' "$entry/status" 2>/dev/null) || continue
+        parent[$pid]=$ppid
+        { tr '\0' '\n' <"$entry/environ"; } 2>/dev/null | grep -qxF "DLBENCH_SLURM_CLUSTER=$DIR" && marked+=("$pid")
+    done
+    for pid in "${marked[@]}"; do mine+="$pid "; done
+    local grew=1
+    while ((grew)); do
+        grew=0
+        for pid in "${!parent[@]}"; do
+            [[ $mine == *" ${parent[$pid]} "* && $mine != *" $pid "* ]] && { mine+="$pid "; grew=1; }
+        done
+    done
+    for pid in $mine; do [[ $ancestors == *" $pid "* ]] || echo "$pid"; done
+}
+
+if [[ -f $CONF ]] && alive "$(pid_of "$DIR/slurmctld.pid")"; then
+    jobs=$(SLURM_CONF=$CONF squeue -h -o %A 2>/dev/null | sort -u)
+    [[ -n $jobs ]] && SLURM_CONF=$CONF scancel --quiet --full $jobs 2>/dev/null
+    for ((i = 0; i < 100 && ${#jobs}; i++)); do
+        [[ -z $(SLURM_CONF=$CONF squeue -h -o %i 2>/dev/null) ]] && break
+        sleep 0.1
+    done
+fi
+
+stop_pid "$(pid_of "$DIR/slurmd.pid")" 10
+stop_pid "$(pid_of "$DIR/slurmctld.pid")" 10
+
+# Job processes and slurmstepd outlive slurmd; end what is left of this cluster, except munged (last).
+munged_pid=$(pid_of "$DIR/munge/munged.pid")
+for pid in $(cluster_pids); do
+    [[ $pid == "$munged_pid" ]] && continue
+    echo "down.sh: ending leftover process $pid: $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-100)" >&2
+    stop_pid "$pid" 5
+done
+stop_pid "$munged_pid" 10
+
+left=$(cluster_pids)
+if [[ -n $left ]]; then
+    echo "down.sh: still running: $left" >&2
+    exit 1
+fi
+[[ ${2:-} == --rm ]] && rm -rf "$DIR"
+exit 0
