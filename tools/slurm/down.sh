@@ -4,15 +4,16 @@
 #
 #   tools/slurm/down.sh /tmp/slurm [--rm]     # --rm also deletes DIR
 #
-# Only processes of this cluster are touched: the daemons by their pid files, slurmstepd by a marker in its
-# environment (up.sh gives it to every daemon), job steps as their descendants.
+# Only processes of this cluster are touched: the daemons by their pid files, slurmstepd by the log file in DIR
+# it holds open, job steps as its descendants.
 set -uo pipefail
 
 DIR=${1:?usage: tools/slurm/down.sh DIR [--rm]}
 DIR=$(cd "$DIR" 2>/dev/null && pwd) || { echo "down.sh: no such folder: $1" >&2; exit 2; }
 CONF="$DIR/slurm.conf"
 
-alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null; }
+# A zombie (a daemon killed under a pid 1 that does not reap, as in containers) counts as gone.
+alive() { [[ -n $1 ]] && kill -0 "$1" 2>/dev/null && [[ $(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) != Z ]]; }
 
 # Wait up to $2 seconds for process $1 to end; then SIGKILL it.
 stop_pid() {
@@ -26,23 +27,16 @@ stop_pid() {
 
 pid_of() { [[ -f $1 ]] && tr -dc 0-9 <"$1"; }
 
-# This cluster's processes: those that carry its marker (the daemons and slurmstepd, from up.sh's environment)
-# and their descendants (job steps), never this script or its callers.
+# This cluster's processes: those with a file in DIR open (the daemons and slurmstepd hold their logs open) and
+# their descendants (job steps), never this script or its callers.
 cluster_pids() {
-    local entry pid ppid marked=() mine=" " ancestors=" " p=$$
-    while [[ -n $p && $p != 0 ]]; do
-        ancestors+="$p "
-        p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
-    done
+    local pid ppid mine=" " ancestors=" " p=$$ grew=1
     declare -A parent
-    for entry in /proc/[0-9]*; do
-        pid=${entry#/proc/}
-        ppid=$(awk '/^PPid:/ {print $2}' "$entry/status" 2>/dev/null) || continue
-        parent[$pid]=$ppid
-        { tr '\0' '\n' <"$entry/environ"; } 2>/dev/null | grep -qxF "DLBENCH_SLURM_CLUSTER=$DIR" && marked+=("$pid")
+    while read -r pid ppid; do parent[$pid]=$ppid; done < <(ps -e -o pid=,ppid=)
+    while [[ -n $p && $p != 0 ]]; do ancestors+="$p "; p=${parent[$p]:-}; done
+    for pid in $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$DIR/*" 2>/dev/null | cut -d/ -f3 | sort -u); do
+        mine+="$pid "
     done
-    for pid in "${marked[@]}"; do mine+="$pid "; done
-    local grew=1
     while ((grew)); do
         grew=0
         for pid in "${!parent[@]}"; do
@@ -66,11 +60,22 @@ stop_pid "$(pid_of "$DIR/slurmctld.pid")" 10
 
 # Job processes and slurmstepd outlive slurmd; end what is left of this cluster, except munged (last).
 munged_pid=$(pid_of "$DIR/munge/munged.pid")
+leftover=()
 for pid in $(cluster_pids); do
     [[ $pid == "$munged_pid" ]] && continue
     echo "down.sh: ending leftover process $pid: $({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | cut -c1-100)" >&2
-    stop_pid "$pid" 5
+    leftover+=("$pid")
 done
+if ((${#leftover[@]})); then
+    kill -TERM "${leftover[@]}" 2>/dev/null
+    for ((i = 0; i < 50; i++)); do
+        running=()
+        for pid in "${leftover[@]}"; do alive "$pid" && running+=("$pid"); done
+        ((${#running[@]})) || break
+        sleep 0.1
+    done
+    ((${#running[@]})) && kill -KILL "${running[@]}" 2>/dev/null
+fi
 stop_pid "$munged_pid" 10
 
 left=$(cluster_pids)

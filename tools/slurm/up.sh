@@ -94,9 +94,6 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 
 export SLURM_CONF="$DIR/slurm.conf"
-# Every daemon and slurmstepd (which inherits slurmd's environment) carries this marker: down.sh finds what is
-# left of this cluster by it (jobs as their descendants) besides the pid files.
-export DLBENCH_SLURM_CLUSTER="$DIR"
 
 dump_logs() {
     for f in "$DIR"/log/*.log; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
