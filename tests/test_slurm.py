@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -38,7 +39,8 @@ def slurm(tmp_path_factory):
     """A running one-node Slurm: yields the environment (SLURM_CONF, and a PATH whose `dlbench` and `torchrun`
     are this interpreter with this worktree's sources) for sbatch and the jobs it starts."""
     cluster = tmp_path_factory.mktemp("slurm")
-    up_env = {**os.environ, "SLURMCTLD_PORT": str(free_port()), "SLURMD_PORT": str(free_port())}
+    ctld_port, slurmd_port = _two_free_ports()
+    up_env = {**os.environ, "SLURMCTLD_PORT": str(ctld_port), "SLURMD_PORT": str(slurmd_port)}
     started = time.monotonic()
     try:
         up = subprocess.run(["bash", str(TOOLS / "up.sh"), str(cluster)], capture_output=True, text=True,
@@ -67,6 +69,14 @@ def slurm(tmp_path_factory):
     down = subprocess.run(["bash", str(TOOLS / "down.sh"), str(cluster)], capture_output=True, text=True,
                           timeout=120)
     assert down.returncode == 0, f"tools/slurm/down.sh left processes running:\n{down.stderr}"
+
+
+def _two_free_ports() -> tuple[int, int]:
+    """Two different ports that were free a moment ago (both held at once, so the OS cannot hand out one twice)."""
+    with socket.socket() as one, socket.socket() as two:
+        one.bind(("127.0.0.1", 0))
+        two.bind(("127.0.0.1", 0))
+        return one.getsockname()[1], two.getsockname()[1]
 
 
 def _sbatch(environ: dict[str, str], cwd: Path, script: Path, *options: str) -> subprocess.CompletedProcess:
