@@ -88,7 +88,9 @@ SelectTypeParameters=CR_CPU
 ReturnToService=2
 # Jobs killed on scancel go in seconds, not the default 30.
 KillWait=5
-MinJobAge=600
+# sbatch --wait polls every 2 s while that is under MinJobAge/2, and else every 8, then 32 s: a job that ends
+# in 40 s would be seen done after 74. Finished jobs stay listed for 5 s (the default 300).
+MinJobAge=5
 NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
