@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -136,3 +137,15 @@ def test_fleet_array_job_then_dlbench_fleet(slurm, isolated_home, tmp_path):
         assert sorted(row["host"] for row in group["rows"]) == nodes
     assert [sorted(r["run_id"] for r in rep["groups"][0]["rows"]) for rep in judged] == [
         sorted(json.loads((results_dir / f"{n}-cpu.json").read_text())["run_id"] for n in nodes)] * 2
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to run up.sh as another user")
+def test_up_refuses_a_non_root_user_with_its_reason(tmp_path):
+    # What the fixture above turns into its skip reason on a developer's machine.
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash",
+                           str(TOOLS / "up.sh"), str(tmp_path / "cluster")], capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 3
+    assert proc.stderr.splitlines()[-1] == ("slurm unavailable: tools/slurm/up.sh must run as root (the daemons run "
+                                            "as root), uid is 65534")

@@ -20,12 +20,12 @@ set -euo pipefail
 
 unavailable() { echo "slurm unavailable: $*" >&2; exit 3; }
 
+[[ $(id -u) == 0 ]] || unavailable "tools/slurm/up.sh must run as root (the daemons run as root), uid is $(id -u)"
+
 DIR=${1:-$(mktemp -d /tmp/dlbench-slurm.XXXXXX)}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 started=$(date +%s.%N)
-
-[[ $(id -u) == 0 ]] || unavailable "tools/slurm/up.sh must run as root (the daemons run as root), uid is $(id -u)"
 
 PACKAGES=(slurmctld slurmd slurm-client munge)
 missing=()
