@@ -163,7 +163,7 @@ def check_tf32(device: str) -> str:
     import torch
     import torch.nn.functional as F
 
-    from dlbench.runner.precision import apply_precision
+    from dlbench.measurement.precision import apply_precision
 
     gen = torch.Generator(device=device).manual_seed(0)
     a = torch.randn(1024, 1024, device=device, generator=gen)
@@ -234,10 +234,11 @@ def check_sdpa(device: str) -> str:
 def check_events_and_memory(device: str) -> str:
     import torch
 
-    from dlbench.runner.measure import _CudaClock, _peak_memory, _peak_memory_reset, _peak_reserved
+    from dlbench.measurement.clocks import CudaClock
+    from dlbench.measurement.memory import peak_memory, peak_memory_reset, peak_reserved
 
     dev = torch.device(device)
-    clock = _CudaClock(dev)
+    clock = CudaClock(dev)
     marks = clock.marks(2)
     clock.mark(marks, 0)
     torch.cuda._sleep(10_000_000)  # about 5 ms of GPU time at ~2 GHz
@@ -245,9 +246,9 @@ def check_events_and_memory(device: str) -> str:
     (elapsed,) = clock.durations(marks)
     if not 0.001 < elapsed < 1.0:
         raise RuntimeError(f"CUDA events timed a ~5 ms kernel as {elapsed * 1e3:.2f} ms")
-    _peak_memory_reset(dev)
+    peak_memory_reset(dev)
     block = torch.empty(256 * 1024**2, dtype=torch.uint8, device=dev)
-    peak, reserved = _peak_memory(dev), _peak_reserved(dev)
+    peak, reserved = peak_memory(dev), peak_reserved(dev)
     del block
     if peak is None or peak < 256 * 1024**2:
         raise RuntimeError(f"peak memory {peak} after allocating 256 MiB")
@@ -261,7 +262,7 @@ def check_grad_scaler(device: str) -> str:
     skips the step (inside the fused kernel, no host sync) and halves the scale."""
     import torch
 
-    from dlbench.workloads.base import make_optimizer
+    from dlbench.scenarios.train import make_optimizer
 
     kind = torch.device(device).type
     impls = []
@@ -296,10 +297,10 @@ def check_grad_scaler(device: str) -> str:
 def check_graph_marker_and_oom(device: str) -> str:
     import torch
 
-    from dlbench.runner.measure import _step_begin_marker
+    from dlbench.measurement.compile import step_begin_marker
     from dlbench.runner.worker import is_oom
 
-    _step_begin_marker()()  # torch.compiler.cudagraph_mark_step_begin, as a reduce-overhead step calls it
+    step_begin_marker()()  # torch.compiler.cudagraph_mark_step_begin, as a reduce-overhead step calls it
     try:
         torch.empty(2**50, dtype=torch.uint8, device=device)  # 1 PiB
     except Exception as exc:  # noqa: BLE001 - checked just below
@@ -387,8 +388,8 @@ def check_sampler(device: str) -> str:
 
 
 def check_thermometer(device: str) -> str:
-    from dlbench.runner.plan import DeviceFacts
-    from dlbench.runner.thermal import GpuThermometer
+    from dlbench.measurement.device import DeviceFacts
+    from dlbench.measurement.thermal import GpuThermometer
 
     thermometer = GpuThermometer.open(device, DeviceFacts.detect().cuda)
     if thermometer is None:
@@ -410,7 +411,7 @@ def check_thermometer(device: str) -> str:
 def train(workload: str, precision: str, compile_mode: str, device: str, expect_all: bool) -> Callable[[], str]:
     def run() -> str:
         from dlbench.runner.config import RunConfig
-        from dlbench.runner.measure import UnsupportedConfig, measure
+        from dlbench.scenarios import UnsupportedConfig, measure
 
         config = RunConfig(workload, precision=precision, compile=compile_mode, device=device, flavour="tiny",
                            batch_size=8, warmup_steps=1, steps=3, repeats=2)
@@ -493,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     report.check("torch build", check_torch_build)
     report.check("store", check_store)
     if device.startswith("cuda"):
-        from dlbench.runner.plan import resolve_device
+        from dlbench.measurement.device import resolve_device
 
         device = resolve_device(device)  # "cuda" -> "cuda:N" (the current device)
         report.check("device", lambda: check_device(device))

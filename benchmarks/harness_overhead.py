@@ -3,9 +3,9 @@
 Run it with `PYTHONPATH=src python benchmarks/harness_overhead.py` (CPU, tiny ResNet, about a minute), or on a
 GPU: `PYTHONPATH=src python benchmarks/harness_overhead.py --device cuda --flavour full --precision amp-fp16`.
 
-Both sides train the same workload (same model code, batch, optimizer and precision) in this one process.
+Both sides train the same workload (same model code, loss, batch, optimizer and precision) in this one process.
 The bare loop is what one would write by hand: warm up, synchronise, read the clock, run the steps,
-synchronise, read the clock. dlbench's side is `measure()` with one repeat (per-step CUDA events or clock
+synchronise, read the clock. dlbench's side is `scenarios.measure()` (the train scenario) with one repeat (per-step CUDA events or clock
 reads, progress callback). The two alternate for `--rounds` rounds, the order flipping each round so that a
 slow drift (heat, other load) hits both equally. Printed: each side's throughput per round, the mean
 ratio dlbench / bare, and the ratio of the sums. Target: >= 0.98.
@@ -31,20 +31,23 @@ def bare_loop(config, workload, cpu_times: list | None = None) -> float:
     """
     import torch
 
+    from dlbench.scenarios.train import build_optimizer, training_batch, with_loss
+
     device = torch.device("cuda" if config.device == "cuda" else config.device)
     torch.manual_seed(config.seed)
     with torch.device(device):
         model = workload.build_model(config)
-    inputs = workload.make_inputs(config, config.batch_size, torch.Generator().manual_seed(config.seed))
-    model, inputs, _ = workload.to_device(model, inputs, device)
+    inputs, targets = training_batch(workload, config, config.batch_size, torch.Generator().manual_seed(config.seed))
+    model, batch, _ = workload.to_device(model, inputs + targets, device)
+    model = with_loss(workload, model, len(inputs))  # forward(*inputs, *targets) -> loss, as dlbench trains
     model.train()
-    optimizer, _ = workload.make_optimizer(model.parameters(), device)
+    optimizer, _ = build_optimizer(workload.optimizer, model.parameters(), device)
     dtype = {"amp-fp16": torch.float16, "amp-bf16": torch.bfloat16}.get(config.precision)
     scaler = torch.amp.GradScaler(device.type) if config.precision == "amp-fp16" else None
 
     def step():
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss = model(*inputs)
+            loss = model(*batch)
         if scaler is None:
             loss.backward()
             optimizer.step()
@@ -83,6 +86,7 @@ class _NoopWorkload:
         class Noop(Workload):
             name = "harness-noop"
             sample_unit = "samples"
+            loss = "mean"  # the output stands for the loss: no targets
 
             def build_model(self, config):
                 import torch
@@ -101,11 +105,6 @@ class _NoopWorkload:
                 import torch
 
                 return (torch.ones(batch_size, device=device),)
-
-            def make_optimizer(self, params, device):
-                import torch
-
-                return torch.optim.SGD(params, lr=0.0), "for-loop"
 
         return Noop()
 
@@ -134,7 +133,7 @@ def dlbench_loop(config, cpu_times: list | None = None) -> float:
     bracket the measured steps.
     """
     from dlbench.analysis.stats import summarize
-    from dlbench.runner.measure import measure
+    from dlbench.scenarios import measure
 
     marks: list[float] = []
     result = measure(
@@ -160,8 +159,8 @@ def main() -> None:
 
     import torch
 
+    from dlbench.measurement.device import resolve_device
     from dlbench.runner.config import RunConfig
-    from dlbench.runner.plan import resolve_device
     from dlbench.workloads import registry
 
     if args.threads:

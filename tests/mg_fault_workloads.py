@@ -37,7 +37,7 @@ class TinyMlp(Workload):
                 self.b = torch.nn.Linear(32, 4)
                 self.calls = 0
 
-            def forward(self, x, y):
+            def forward(self, x):
                 if fault and x.device.type != "meta":
                     self.calls += 1
                     if self.calls == 3 and fault == "hang-all":
@@ -46,7 +46,7 @@ class TinyMlp(Workload):
                         if fault == "kill":
                             os.kill(os.getpid(), signal.SIGKILL)
                         time.sleep(3600)
-                return torch.nn.functional.cross_entropy(self.b(torch.relu(self.a(x))), y)
+                return self.b(torch.relu(self.a(x)))
 
         return Mlp()
 
@@ -54,15 +54,15 @@ class TinyMlp(Workload):
         import torch
 
         if device == "meta":
-            return (torch.empty(batch_size, 16, device="meta"),
-                    torch.empty(batch_size, dtype=torch.long, device="meta"))
-        return (torch.randn(batch_size, 16, generator=generator),
-                torch.randint(0, 4, (batch_size,), generator=generator))
+            return (torch.empty(batch_size, 16, device="meta"),)
+        return (torch.randn(batch_size, 16, generator=generator),)
 
-    def make_optimizer(self, params, device):
+    def make_targets(self, config, batch_size, generator, device="cpu"):
         import torch
 
-        return torch.optim.SGD(params, lr=0.01), "for-loop"
+        if device == "meta":
+            return (torch.empty(batch_size, dtype=torch.long, device="meta"),)
+        return (torch.randint(0, 4, (batch_size,), generator=generator),)
 
 
 register(TinyMlp("mg-tiny"))

@@ -60,7 +60,7 @@ def test_run_config_label_is_the_shared_label():
 def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     from dlbench.analysis import points
     from dlbench.errors import BadInput
-    from dlbench.runner.capabilities import unsupported_reason
+    from dlbench.measurement.capabilities import unsupported_reason
     from dlbench.runner.config import PRECISIONS, check_compile_mode, check_precision
 
     assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"

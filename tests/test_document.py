@@ -38,7 +38,7 @@ RESULT_TYPES = {
 @pytest.fixture(scope="module")
 def measured():
     """A real measurement of the tiny ResNet in this process (what a worker returns)."""
-    from dlbench.runner.measure import measure
+    from dlbench.scenarios import measure
 
     config = RunConfig("resnet50", flavour="tiny", device="cpu", batch_size=4, warmup_steps=1, steps=3, repeats=3)
     return config, measure(config)

@@ -40,7 +40,7 @@ def torch_flags():
 def test_precision_flags_read_back_consistently(torch_flags, precision):
     """precision.py sets TF32 through the legacy flags only; both views (legacy booleans and torch >= 2.9's
     fp32_precision strings) then agree, so reading either back never raises torch's mixed-API error."""
-    from dlbench.runner.precision import apply_precision, precision_flags
+    from dlbench.measurement.precision import apply_precision, precision_flags
 
     flags = precision_flags(apply_precision(precision, "cpu"))
     tf32 = precision != "fp32"
@@ -58,7 +58,7 @@ def test_mixing_the_tf32_apis_raises_on_reading(torch_flags):
     torch = torch_flags
     if not hasattr(torch.backends.cuda.matmul, "fp32_precision"):
         pytest.skip("torch < 2.9 has no fp32_precision API")
-    from dlbench.runner.precision import apply_precision
+    from dlbench.measurement.precision import apply_precision
 
     apply_precision("fp32", "cpu")
     torch.backends.cuda.matmul.fp32_precision = "tf32"
@@ -74,7 +74,7 @@ def test_grad_scaler_skips_the_fused_step_on_inf(optimizer):
     halves the scale (the fused kernel reads found_inf itself), a finite one moves them."""
     import torch
 
-    from dlbench.workloads.base import make_optimizer
+    from dlbench.scenarios.train import make_optimizer
 
     kwargs = {"lr": 0.1, "momentum": 0.9} if optimizer == "SGD" else {"lr": 1e-3}
     model = torch.nn.Linear(4, 4)
@@ -328,8 +328,8 @@ def test_apply_precision_uses_the_one_precision_list(torch_flags):
     """apply_precision accepts exactly runner.config.PRECISIONS and rejects anything else with the shared check's
     message (it used to keep its own list, which could drift from the planner's)."""
     from dlbench.errors import BadInput
+    from dlbench.measurement.precision import AUTOCAST_DTYPES, apply_precision
     from dlbench.runner.config import PRECISIONS, check_precision
-    from dlbench.runner.precision import AUTOCAST_DTYPES, apply_precision
 
     assert set(AUTOCAST_DTYPES) <= set(PRECISIONS)
     for precision in PRECISIONS:

@@ -1,4 +1,5 @@
-"""measure(): raw step-time counts, callbacks, precision flags, capabilities and FLOP counts."""
+"""measure() with the training scenario: raw step-time counts, callbacks, precision flags, capabilities, FLOP
+counts, and the shared measurement pieces (clocks, compile cache, peak memory)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import time
 import pytest
 
 from dlbench.analysis.stats import summarize
-from dlbench.runner.capabilities import unsupported_reason
+from dlbench.measurement.capabilities import unsupported_reason
 from dlbench.runner.config import RunConfig
-from dlbench.runner.measure import UnsupportedConfig, measure
+from dlbench.scenarios import UnsupportedConfig, measure
 from dlbench.workloads.base import Workload
 
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")
@@ -68,7 +69,7 @@ def test_raw_step_times_and_callbacks():
     assert result["peak_reserved_bytes"] is None
     assert result["telemetry"] == {"available": False, "reason": "test sampler"}
     assert sampler.calls == ["start", "stop"]
-    assert wrapped == ["ClassifierLoss"]
+    assert wrapped == ["WithLoss"]  # DDP wraps the model together with its loss
     # Progress at the start and end of warm-up, then of measuring and after each repeat, counted in steps...
     assert events == [("warmup", 0, 2), ("warmup", 2, 2), ("measure", 0, 6), ("measure", 3, 6), ("measure", 6, 6)]
     # ...and never between the sync() calls that bracket a repeat (before its first, after its last step).
@@ -89,6 +90,7 @@ class SleepyWorkload(Workload):
 
     name = "test-sleepy"
     sample_unit = "images"
+    loss = "mean"  # its output stands for the loss: no targets
     nap_s = 0.02
 
     def build_model(self, config):
@@ -111,11 +113,6 @@ class SleepyWorkload(Workload):
         import torch
 
         return (torch.ones(batch_size, 4, device=device),)
-
-    def make_optimizer(self, params, device):
-        import torch
-
-        return torch.optim.SGD(params, lr=0.1), "for-loop"
 
 
 @pytest.fixture
@@ -153,10 +150,10 @@ def test_compile_cache_is_fresh_and_removed(monkeypatch):
 
     import torch._dynamo  # noqa: F401 - its import writes the default cache dir into the environment
 
-    from dlbench.runner.measure import _default_inductor_cache, compile_cache
+    from dlbench.measurement.compile import compile_cache, default_inductor_cache
 
     default = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    for user_choice in (None, _default_inductor_cache()):
+    for user_choice in (None, default_inductor_cache()):
         with compile_cache(True, user_choice) as state:
             directory = os.environ["TORCHINDUCTOR_CACHE_DIR"]
             assert state.startswith("cold") and os.path.isdir(directory) and directory != default
@@ -205,7 +202,7 @@ def test_capability_reasons_on_cpu():
     [("resnet50", None, 24.3), ("bert-large-mlm", 128, 240.0), ("bert-base-squad", 384, 212.0)],
 )
 def test_flops_per_sample_match_reference(workload, seq_len, gflop):
-    from dlbench.runner.flops import flops_per_sample
+    from dlbench.scenarios.train import flops_per_sample
 
     flops_per_sample.cache_clear()
     start = time.perf_counter()
@@ -219,7 +216,7 @@ def test_flops_per_sample_match_reference(workload, seq_len, gflop):
 
 
 def test_measure_reports_flops_of_the_configured_shape():
-    from dlbench.runner.flops import flops_per_sample
+    from dlbench.scenarios.train import flops_per_sample
 
     result = measure(
         RunConfig(
@@ -305,16 +302,18 @@ def test_cuda_compiled_modes(mode):
 def test_cuda_graph_modes_mark_each_step_and_widen_the_memory_window(monkeypatch):
     """reduce-overhead / max-autotune on CUDA: every step starts with cudagraph_mark_step_begin, and the
     peak-memory window covers the graph recording (replays allocate nothing)."""
-    from dlbench.runner import measure as m
-    from dlbench.runner.precision import apply_precision
+    from dlbench.measurement.compile import uses_cuda_graphs
+    from dlbench.measurement.memory import peak_memory_scope
+    from dlbench.measurement.precision import apply_precision
+    from dlbench.scenarios import train as m
 
-    assert m.uses_cuda_graphs("reduce-overhead", "cuda") and m.uses_cuda_graphs("max-autotune", "cuda")
-    assert not m.uses_cuda_graphs("default", "cuda") and not m.uses_cuda_graphs("reduce-overhead", "cpu")
-    assert m.peak_memory_scope("reduce-overhead", "cuda").startswith("compile")
-    assert m.peak_memory_scope("default", "cuda") == "measured steps"
+    assert uses_cuda_graphs("reduce-overhead", "cuda") and uses_cuda_graphs("max-autotune", "cuda")
+    assert not uses_cuda_graphs("default", "cuda") and not uses_cuda_graphs("reduce-overhead", "cpu")
+    assert peak_memory_scope("reduce-overhead", "cuda").startswith("compile")
+    assert peak_memory_scope("default", "cuda") == "measured steps"
 
     marks = []
-    monkeypatch.setattr(m, "_step_begin_marker", lambda: (lambda: marks.append("begin")))
+    monkeypatch.setattr(m, "step_begin_marker", lambda: (lambda: marks.append("begin")))
     import torch
 
     model = torch.nn.Linear(4, 1)
@@ -338,7 +337,7 @@ def test_cuda_peaks_read_allocated_and_reserved_since_the_reset(monkeypatch):
     allocator stands in for CUDA: its reserve grows in 2 MiB blocks, as the real one's does)."""
     import torch
 
-    from dlbench.runner import measure as m
+    from dlbench.measurement import memory as m
 
     class FakeAllocator:
         def __init__(self):
@@ -360,11 +359,11 @@ def test_cuda_peaks_read_allocated_and_reserved_since_the_reset(monkeypatch):
     device = torch.device("cuda", 0)
     fake.alloc(100 * 2**20)  # warm-up garbage, freed below: the reset must forget it
     fake.allocated = 2**20
-    m._peak_memory_reset(device)
+    m.peak_memory_reset(device)
     fake.alloc(5 * 2**20 + 1)
-    assert m._peak_memory(device) == 6 * 2**20 + 1
-    assert m._peak_reserved(device) == 100 * 2**20  # the reserve keeps the warm-up's cached blocks
-    assert m._peak_reserved(torch.device("cpu")) is None and m._peak_memory(torch.device("cpu")) is None
+    assert m.peak_memory(device) == 6 * 2**20 + 1
+    assert m.peak_reserved(device) == 100 * 2**20  # the reserve keeps the warm-up's cached blocks
+    assert m.peak_reserved(torch.device("cpu")) is None and m.peak_memory(torch.device("cpu")) is None
 
 
 def test_cpu_run_records_no_cuda_graphs():
@@ -439,14 +438,14 @@ class RecordingClock:
 
 
 def test_each_repeat_is_bracketed_by_device_sync_then_barrier(monkeypatch):
-    """The order README "Methodology" promises: before each repeat the device is synchronised and then the ranks
+    """The order docs/methodology.md promises: before each repeat the device is synchronised and then the ranks
     meet (sync), the clock is marked around every step, and after the last step again device sync, then sync."""
     import torch
 
-    from dlbench.runner import measure as m
+    from dlbench.scenarios import train as m
 
     log = []
-    monkeypatch.setattr(m, "_clock", lambda device: RecordingClock(log))
+    monkeypatch.setattr(m, "clock_for", lambda device: RecordingClock(log))
 
     class Logged(torch.nn.Module):
         def __init__(self, inner):
@@ -494,7 +493,7 @@ def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
     milliseconds CUDA reports become seconds."""
     import torch
 
-    from dlbench.runner import measure as m
+    from dlbench.measurement import clocks as m
 
     log = []
     now = iter([0.0, 12.0, 30.0, 31.5])  # the GPU's clock in ms at each record()
@@ -520,7 +519,7 @@ def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
             return end.ms - self.ms
 
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    times = m._timed_steps(lambda: log.append("step"), 3, m._CudaClock(torch.device("cuda", 0)))
+    times = m.timed_steps(lambda: log.append("step"), 3, m.CudaClock(torch.device("cuda", 0)))
     assert times == pytest.approx([0.012, 0.018, 0.0015])
     assert log == ["record", "step", "record", "step", "record", "step", "record", "wait", "read", "read", "read"]
 
@@ -528,7 +527,7 @@ def test_cuda_clock_reads_events_only_after_the_last_one_completed(monkeypatch):
 def test_mps_clock_drains_the_queue_before_every_clock_read(monkeypatch):
     import torch
 
-    from dlbench.runner import measure as m
+    from dlbench.measurement import clocks as m
 
     log = []
     ticks = iter([1.0, 1.25, 1.75])
@@ -537,10 +536,10 @@ def test_mps_clock_drains_the_queue_before_every_clock_read(monkeypatch):
         log.append("clock")
         return next(ticks)
 
-    clock = m._MpsClock(torch.device("mps"))
+    clock = m.MpsClock(torch.device("mps"))
     with monkeypatch.context() as patch:
         patch.setattr(torch.mps, "synchronize", lambda: log.append("drain"))
         patch.setattr(m.time, "perf_counter", perf_counter)
-        times = m._timed_steps(lambda: log.append("step"), 2, clock)
+        times = m.timed_steps(lambda: log.append("step"), 2, clock)
     assert times == pytest.approx([0.25, 0.5])
     assert log == ["drain", "clock", "step", "drain", "clock", "step", "drain", "clock"]

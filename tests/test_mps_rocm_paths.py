@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlbench.runner.capabilities import unsupported_reason
+from dlbench.measurement.capabilities import unsupported_reason
 from dlbench.runner.config import RunConfig
 
 
@@ -192,7 +192,7 @@ def test_rocm_environment_records_hip_and_miopen_not_a_cudnn_version(monkeypatch
 
 def test_rocm_versions_are_compared_and_shown_in_the_report():
     from dlbench.analysis.compare import environment_warnings
-    from dlbench.report.html import _environment_table
+    from dlbench.report.sections.environment import environment_table
 
     rocm = {"hip_version": "6.3.42131", "miopen_version": "3.3.0", "cudnn_version": None}
     newer = dict(rocm, hip_version="6.4.43482")
@@ -200,11 +200,11 @@ def test_rocm_versions_are_compared_and_shown_in_the_report():
     assert not environment_warnings({"cudnn_version": "9.1.0"}, {"cudnn_version": "9.1.0"})
 
     runs = [{"run_id": "r", "created_at": "t", "gpus": "1x MI250X", "short": "r", "tag": "r"}]
-    labels = [label for label, _ in _environment_table([{"environment": rocm}], runs)["rows"]]
+    labels = [label for label, _ in environment_table([{"environment": rocm}], runs)["rows"]]
     # with the other software versions, where cuDNN stands for an NVIDIA run (a row of dashes here: left out)
     assert labels.index("GPUs") < labels.index("ROCm (HIP)") and labels.index("ROCm (HIP)") + 1 == labels.index("MIOpen")
     assert "cuDNN" not in labels
-    nvidia = [label for label, _ in _environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
+    nvidia = [label for label, _ in environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
     assert "ROCm (HIP)" not in nvidia and "MIOpen" not in nvidia
 
 
@@ -217,7 +217,7 @@ def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued
     from types import SimpleNamespace
 
     from dlbench.analysis.ranking import vs_published_in
-    from dlbench.report.table import vs_published_cell
+    from dlbench.report.run_table import vs_published_cell
 
     published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1, gpu=gpu,
                                  samples_per_s=rate, source="Lambda (test)", comparable=True)
@@ -250,7 +250,7 @@ def test_batch_size_auto_on_mps_names_the_allocators_limit():
 def test_mps_results_say_their_peak_memory_was_not_measured():
     """torch.mps has current_allocated_memory and driver_allocated_memory (and recommended_max_memory from 2.5)
     but no peak counter and no reset: peak_memory_bytes is null on MPS, and its scope must not claim steps."""
-    from dlbench.runner import measure as m
+    from dlbench.measurement import memory as m
 
     for mode in ("off", "default"):
         scope = m.peak_memory_scope(mode, "mps")
@@ -369,7 +369,7 @@ def test_an_mi250x_gcd_is_said_to_match_two_catalogue_rows_not_to_be_missing():
 def test_fused_optimizer_is_rebuilt_on_foreach_keeping_class_hyperparameters_and_parameters():
     import torch
 
-    from dlbench.workloads.base import without_fused_kernel
+    from dlbench.scenarios.train import without_fused_kernel
 
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.02, fused=True)
@@ -397,7 +397,7 @@ def test_only_mps_with_a_grad_scaler_gives_up_the_fused_kernel(device_type, with
     # optimizers unscale and skip inf steps themselves, and without a scaler there is nothing to ignore.
     import torch
 
-    from dlbench.workloads.base import optimizer_for_scaler
+    from dlbench.scenarios.train import optimizer_for_scaler
 
     opt = torch.optim.SGD(torch.nn.Linear(4, 2).parameters(), lr=0.1, momentum=0.9, fused=True)
     scaler = torch.amp.GradScaler("cpu") if with_scaler else None
@@ -410,7 +410,7 @@ def test_amp_bf16_is_judged_on_the_configured_gpu_not_the_current_one(monkeypatc
     # A machine with an A100 as cuda:0 (current) and a V100 as cuda:1: bf16 on cuda:1 is refused, on cuda:0 not.
     import torch
 
-    from dlbench.runner import capabilities
+    from dlbench.measurement import capabilities
 
     caps = {0: (8, 0), 1: (7, 0)}
     names = {0: "NVIDIA A100-SXM4-80GB", 1: "Tesla V100-SXM2-32GB"}

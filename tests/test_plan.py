@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from dlbench.errors import BadInput
-from dlbench.runner import plan as plan_module
+from dlbench.measurement.thermal import GpuThermometer, wait_until_cool
 from dlbench.runner.plan import (
     GPU_DEFAULT_WORKLOADS,
     DeviceFacts,
@@ -19,7 +19,6 @@ from dlbench.runner.plan import (
     resolve_device,
     validate_options,
 )
-from dlbench.runner.thermal import GpuThermometer, wait_until_cool
 from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
 
 H100_UUID = "GPU-12345678-9abc-def0-1234-56789abcdef0"
@@ -224,7 +223,9 @@ def test_mig_instance_is_read_through_its_gpu():
     UUID, and the thermometer reads the GPU that holds the instance."""
     props = SimpleNamespace(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", total_memory=42_949_672_960, major=9,
                             minor=0, uuid=MIG_SLICES[1][4:])
-    recorded = plan_module._uuid(props)
+    from dlbench.measurement.device import _uuid
+
+    recorded = _uuid(props)
     assert recorded == MIG_SLICES[1][4:]
     slice_facts = {"name": props.name, "memory_bytes": props.total_memory, "compute_capability": [9, 0],
                    "uuid": recorded}

@@ -1,4 +1,5 @@
-"""Workloads: every tiny flavour trains on a CPU; registry, plugins, batch-size table, full-size shapes."""
+"""Workloads: every tiny flavour trains on a CPU; registry, plugins, batch-size table, full-size shapes; the
+forward of a workload is plain (no loss: the training scenario adds it)."""
 
 from __future__ import annotations
 
@@ -21,17 +22,19 @@ pytestmark = pytest.mark.usefixtures("one_cpu_thread")
 def _train(workload, config, steps=3):
     import torch
 
+    from dlbench.scenarios.train import build_optimizer, training_batch, with_loss
+
     torch.manual_seed(0)
-    model = workload.build_model(config)
-    model.train()
-    inputs = workload.make_inputs(
-        config, workload.default_batch_size(None, "tiny"), torch.Generator().manual_seed(0)
+    inputs, targets = training_batch(
+        workload, config, workload.default_batch_size(None, "tiny"), torch.Generator().manual_seed(0)
     )
-    optimizer, _ = workload.make_optimizer(model.parameters(), "cpu")
+    model = with_loss(workload, workload.build_model(config), len(inputs))
+    model.train()
+    optimizer, _ = build_optimizer(workload.optimizer, model.parameters(), "cpu")
     before = [p.detach().clone() for p in model.parameters()]
     losses = []
     for _ in range(steps):
-        loss = model(*inputs)
+        loss = model(*inputs, *targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -112,7 +115,9 @@ def test_seq_len_override_and_masked_positions():
     mlm = registry.get("bert-base-mlm")
     config = RunConfig("bert-base-mlm", flavour="tiny", seq_len=40)
     assert mlm.seq_len(config) == 40
-    ids, types, positions, labels = mlm.make_inputs(config, 3, torch.Generator().manual_seed(1))
+    generator = torch.Generator().manual_seed(1)
+    ids, types, positions = mlm.make_inputs(config, 3, generator)
+    (labels,) = mlm.make_targets(config, 3, generator)
     assert ids.shape == (3, 40) and types.shape == (3, 40)
     assert positions.shape == (3, masked_count(40)) == labels.shape
     assert masked_count(128) == 20  # NVIDIA's max_predictions_per_seq at 128 tokens
@@ -128,13 +133,17 @@ def test_masked_only_head_gives_the_full_head_loss():
     import torch
     import torch.nn.functional as F
 
+    from dlbench.scenarios.losses import loss_function
+
     mlm = registry.get("bert-base-mlm")
     config = RunConfig("bert-base-mlm", flavour="tiny")
     torch.manual_seed(0)
     model = mlm.build_model(config).eval()
-    ids, types, positions, labels = mlm.make_inputs(config, 4, torch.Generator().manual_seed(2))
+    generator = torch.Generator().manual_seed(2)
+    ids, types, positions = mlm.make_inputs(config, 4, generator)
+    (labels,) = mlm.make_targets(config, 4, generator)
     with torch.no_grad():
-        gathered = model(ids, types, positions, labels)
+        gathered = loss_function(mlm.loss)(model(ids, types, positions), labels)
         logits = model.mlm(input_ids=ids, token_type_ids=types).logits
         full_labels = torch.full(ids.shape, -100)
         full_labels.scatter_(1, positions, labels)
@@ -191,5 +200,5 @@ def test_bert_attention_is_sdpa_without_a_mask_even_when_traced(monkeypatch):
 
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
     model = workload.build_model(config)
-    model(*workload.make_inputs(config, 2, torch.Generator().manual_seed(0))).backward()
+    model(*workload.make_inputs(config, 2, torch.Generator().manual_seed(0))).sum().backward()
     assert calls and all(calls)  # one SDPA call per layer, none with a mask, none causal

@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from dlbench.analysis.gpu_scaling import (  # noqa: F401 - re-exported: the estimator's public API
+from dlbench.analysis.estimated_scaling import (  # noqa: F401 - re-exported: the estimator's public API
     MAX_GPUS,
     published_scaling,
     scale,

@@ -18,8 +18,8 @@ from typing import Any
 import typer
 
 from dlbench.cli._common import db_option
+from dlbench.measurement.thermal import DEFAULT_MAX_START_TEMP_C, DEFAULT_MAX_WAIT_S
 from dlbench.runner.plan import DEFAULT_TIMEOUT_S, MAX_AUTOTUNE_TIMEOUT_S
-from dlbench.runner.thermal import DEFAULT_MAX_START_TEMP_C, DEFAULT_MAX_WAIT_S
 
 EXIT_FAILED = 1
 FAILED_STATUSES = ("oom", "error", "timeout")
@@ -139,6 +139,9 @@ def run(
         None, "--gpus", help="Data-parallel device counts to measure each configuration at, e.g. 1,2,4, or 'all' "
         "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
         "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
+    scenario: str = typer.Option("train", "--scenario", help="Kind of benchmark to run. Default train: "
+                                 "forward, loss, backward and optimizer steps (samples/s). An unknown name "
+                                 "lists the scenarios."),
     db: str | None = db_option(),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
@@ -153,11 +156,11 @@ def run(
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
-        tiny=tiny, timeout_s=timeout, gpus=gpus))
+        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario))
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
-    if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (runner.measure seeds all three)
+    if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (measurement.seeding seeds all three)
         raise BadInput(f"--seed must be between 0 and 2**32 - 1 ({2**32 - 1}), got {seed}")
     if not 0 < max_start_temp < math.inf:  # at or below 0 C no GPU ever gets there: every start would time out
         raise BadInput(f"--max-start-temp must be a finite temperature in C above 0, got {max_start_temp} "
@@ -188,7 +191,7 @@ def run(
 
 def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float,
          finish_run) -> int:
-    from dlbench.report.table import result_messages, results_table
+    from dlbench.report.run_table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.probe import probe_in_child
     from dlbench.runner.sweep import (
@@ -217,7 +220,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     results: list[dict[str, Any]] = []
 
     def document(extra_notes: list[str]) -> dict[str, Any]:
-        from dlbench.analysis.scaling import add_scaling_efficiency
+        from dlbench.analysis.measured_scaling import add_scaling_efficiency
 
         add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
         from dlbench.analysis.ranking import add_vs_published

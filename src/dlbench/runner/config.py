@@ -1,8 +1,10 @@
 """One measured configuration: what `dlbench run` expands its options into, one child process each.
 
 `RunConfig` is the contract between the planner (which expands the CLI options), the worker (which runs one
-config in a child process) and the workloads (which build the model and inputs). It is plain data: it
-round-trips through `to_dict`/`from_dict` so it can be handed to a child process as JSON.
+config in a child process), the scenario it names (`scenario`: what one step does and what is reported; its
+own settings are read from these fields, `Scenario.settings`) and the workloads (which build the model and
+inputs). It is plain data: it round-trips through `to_dict`/`from_dict` so it can be handed to a child process
+as JSON; a dict without `scenario` (written before scenarios existed) is a training configuration.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class RunConfig:
     seed: int = 0
     flavour: str = "full"
     world_size: int = 1
+    scenario: str = "train"  # the kind of benchmark: a name in `dlbench.scenarios.SCENARIOS`
 
     def __post_init__(self) -> None:
         # Precision and compile names in any case, as on the command line (`AMP-FP16` is `amp-fp16`).

@@ -3,7 +3,7 @@
 Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (and `--device`, `--batch-size`...).
 
 Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
-resolves the device, fills in defaults and asks `capabilities.unsupported_reason` about each combination. It runs
+resolves the device, fills in defaults and asks the scenario (`scenarios.unsupported_reason`) about each combination. It runs
 in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
@@ -21,6 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dlbench.errors import BadInput
+
+# Device facts and resolution are shared with every scenario (measurement/); the planner re-exports them.
+from dlbench.measurement.device import DeviceFacts, resolve_device  # noqa: F401 - re-exported
 from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
@@ -61,6 +64,7 @@ class RunOptions:
     tiny: bool = False
     timeout_s: float | None = None
     gpus: list[int] | str | None = None  # `--gpus 1,2,4` device counts, "all", or None (one device)
+    scenario: str = "train"  # `--scenario`: a name in `dlbench.scenarios.SCENARIOS`
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,42 +114,6 @@ class Plan:
                    quick_suite=bool(data.get("quick_suite")), notes=list(data.get("notes", [])))
 
 
-@dataclass
-class DeviceFacts:
-    """What the planner needs to know about the machine's accelerators."""
-
-    cuda: list[dict[str, Any]] = field(default_factory=list)  # per visible device: name, memory_bytes, cc
-    mps_available: bool = False
-    current_cuda: int = 0  # torch.cuda.current_device(): 0 in a fresh process, else what set_device chose
-    hip: str | None = None  # torch.version.hip: the CUDA devices are AMD GPUs under ROCm
-
-    @classmethod
-    def detect(cls) -> DeviceFacts:
-        """Ask torch (the planner calls it in a child process: it initialises the CUDA driver, not a context)."""
-        import torch
-
-        cuda = []
-        current = 0
-        if torch.cuda.is_available():
-            for index in range(torch.cuda.device_count()):
-                props = torch.cuda.get_device_properties(index)
-                cuda.append({"name": props.name, "memory_bytes": int(props.total_memory),
-                             "compute_capability": [props.major, props.minor],
-                             "uuid": _uuid(props)})
-            current = torch.cuda.current_device()
-        mps = getattr(torch.backends, "mps", None)
-        return cls(cuda=cuda, mps_available=bool(mps is not None and mps.is_available()), current_cuda=current,
-                   hip=getattr(torch.version, "hip", None))
-
-
-def _uuid(props) -> str | None:
-    """The device's UUID as torch prints it (8-4-4-4-12 hex, no prefix). It is a GPU's UUID or, under MIG, the
-    MIG instance's, and torch does not say which, so no `GPU-`/`MIG-` prefix is guessed: matching with NVML
-    (`telemetry.nvml.resolve_cuda_device`) ignores the prefix and looks among both kinds."""
-    uuid = getattr(props, "uuid", None)
-    return None if uuid is None else str(uuid)
-
-
 # ---------------------------------------------------------------------------------------------- validation
 
 
@@ -171,7 +139,10 @@ MAX_COUNT = 1_000_000
 
 
 def validate_options(options: RunOptions) -> RunOptions:
-    """Check what needs no torch: precision and compile names, positive numbers. Raises BadInput."""
+    """Check what needs no torch: scenario, precision and compile names, positive numbers. Raises BadInput."""
+    from dlbench import scenarios
+
+    options.scenario = scenarios.get(options.scenario).name
     options.precisions = [check_precision(name) for name in options.precisions]  # any case, as workloads
     options.compile_modes = [check_compile_mode(name) for name in options.compile_modes]
     options.batch_size = parse_batch_size(options.batch_size)
@@ -217,27 +188,6 @@ def check_workloads(names: list[str]) -> list[str]:
 # -------------------------------------------------------------------------------------------------- device
 
 
-def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
-    """The device that `requested` names in this process: `auto` → a CUDA (or ROCm) GPU, else mps, else cpu; a
-    bare `cuda` → `cuda:<current CUDA device>`; anything else unchanged (`check_device` says whether it exists).
-
-    dlbench's only resolver of `auto` for measuring (`dlbench comm` picks just its group backend, cuda or cpu),
-    for the planner (with the facts its child process detected) and for code that measures here (`facts` None: detected in this process when needed). "Current" is torch's own meaning of
-    a bare "cuda": device 0 in a fresh process, which is every planner and worker process, i.e. the first GPU
-    that CUDA_VISIBLE_DEVICES leaves visible; and in a program that calls `measure()` itself, the device its
-    `torch.cuda.set_device` chose. Ranks under torchrun do not depend on it: `distributed.rank_device` maps any
-    CUDA device, `auto` included, to the device of the rank's LOCAL_RANK.
-    """
-    if requested not in ("auto", "cuda"):
-        return requested
-    facts = facts if facts is not None else DeviceFacts.detect()
-    if facts.cuda:
-        return f"cuda:{facts.current_cuda}"
-    if requested == "cuda":
-        return requested  # no GPU: `check_device` / `capabilities.unsupported_reason` say so
-    return "mps" if facts.mps_available else "cpu"
-
-
 def check_device(device: str, facts: DeviceFacts) -> None:
     """BadInput unless the resolved `--device` exists on this machine."""
     if device == "cpu":
@@ -266,8 +216,8 @@ def _device_entry(device: str, facts: DeviceFacts) -> dict[str, Any] | None:
 
 
 def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
-    """Expand validated options into a `Plan` (imports the workload registry and capabilities)."""
-    from dlbench.runner.capabilities import unsupported_reason
+    """Expand validated options into a `Plan` (imports the workload registry and the scenarios' capabilities)."""
+    from dlbench.scenarios import unsupported_reason
     from dlbench.workloads import registry
 
     validate_options(options)
@@ -349,11 +299,12 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
             for mode in compile_modes:
                 config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
                                    seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
-                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1)
+                                   repeats=repeats, seed=options.seed, flavour=flavour, world_size=1,
+                                   scenario=options.scenario)
                 config = replace(config, seq_len=workload.seq_len(config))
                 timeout = options.timeout_s or (MAX_AUTOTUNE_TIMEOUT_S if mode == "max-autotune"
                                                 else DEFAULT_TIMEOUT_S)
-                items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config),
+                items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config, facts),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
     if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)

@@ -31,16 +31,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dlbench.runner.config import RunConfig
-from dlbench.runner.document import make_result
-from dlbench.runner.plan import Plan
-from dlbench.runner.probe import child_env
-from dlbench.runner.thermal import (
+from dlbench.measurement.thermal import (
     DEFAULT_MAX_START_TEMP_C,
     DEFAULT_MAX_WAIT_S,
     GpuThermometer,
     wait_until_cool,
 )
+from dlbench.runner.config import RunConfig
+from dlbench.runner.document import make_result
+from dlbench.runner.plan import Plan
+from dlbench.runner.probe import child_env
 from dlbench.runner.worker import killed_hint, signal_name
 
 KILL_GRACE_S = 5.0

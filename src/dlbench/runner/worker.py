@@ -22,6 +22,8 @@ import sys
 import traceback
 from typing import Any
 
+from dlbench.measurement.telemetry import create_sampler  # noqa: F401 - the worker's (and ranks') sampler
+
 OOM_HINT = "try a smaller --batch-size or --batch-size auto"
 
 
@@ -67,18 +69,6 @@ def die_with_parent() -> None:
         return
     if os.getppid() == 1:  # parent died before prctl took effect
         os._exit(1)
-
-
-def create_sampler(device: str):
-    """The telemetry sampler for `device`, or (None, reason) when the telemetry part is unavailable."""
-    try:
-        from dlbench.telemetry.sampler import create_sampler as factory
-    except ImportError:
-        return None, "telemetry module not available"
-    try:
-        return factory(device), None
-    except Exception as exc:  # noqa: BLE001 - telemetry must never cost a measurement
-        return None, f"telemetry sampler failed: {one_line(exc)}"
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -164,7 +154,7 @@ def oom_message(config) -> str:
 
 def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
     """Measure `config` in this process and classify the outcome (never raises for a failed measurement)."""
-    from dlbench.runner.measure import measure
+    from dlbench.scenarios import measure
 
     sampler, telemetry_reason = create_sampler(config.device)
     pipe.send({"event": "status", "text": "building the model and inputs"})

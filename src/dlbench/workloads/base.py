@@ -1,17 +1,17 @@
-"""What a training workload is: the model, its synthetic batch, its optimizer and its default batch size.
+"""What a workload is: a plain model, its synthetic inputs and targets, and its default batch size.
 
 Exercise it with `PYTHONPATH=src python -m pytest -q tests/test_workloads.py`.
 
-A workload builds a module whose `forward(*inputs)` returns the scalar training loss, so that
-`torch.compile` sees the loss too (it fuses into the last layers) and a DDP wrapper needs nothing special.
-`dlbench.runner.measure` drives it:
+A workload builds a module whose `forward(*inputs)` returns the model's plain outputs (logits), as it would in
+any use; a scenario (`dlbench.scenarios`) decides what to do with them. Training adds the loss the workload
+names (`loss`) against its targets (`make_targets`) and the optimizer it names (`optimizer`):
 
     with torch.device(device):
         model = workload.build_model(config)                       # random weights, made on the device
     inputs = workload.make_inputs(config, batch_size, generator)   # CPU tensors from a seeded generator
-    model, inputs, channels_last = workload.to_device(model, inputs, device)
-    optimizer, impl = workload.make_optimizer(model.parameters(), device)
-    loss = model(*inputs)
+    targets = workload.make_targets(config, batch_size, generator) # drawn after the inputs, same generator
+    model, batch, channels_last = workload.to_device(model, inputs + targets, device)
+    outputs = model(*batch[:len(inputs)])
 
 Adding a model is one line in its family's file (`register(SomeFamily("name", ...))`) or, outside the
 package, a module named in `DLBENCH_PLUGINS` (see `registry`). Nothing here imports torch at import time:
@@ -56,7 +56,7 @@ def scaled_batch_size(batch_80gb: int, device_memory_bytes: int | None, cpu_batc
 
 
 class Workload:
-    """A trainable model with synthetic data. Subclasses provide `build_model`, `make_inputs`, `make_optimizer`.
+    """A model with synthetic data. Subclasses provide `build_model`, `make_inputs` and, to train, `make_targets`.
 
     Attributes:
         name: registry key, e.g. "resnet50".
@@ -66,6 +66,8 @@ class Workload:
         cpu_batch: default batch size on a CPU or a device of unknown memory.
         tiny_batch: default batch size of the tiny flavour, any device.
         channels_last: whether inputs and weights use the NHWC layout on CUDA (convolutions; `uses_channels_last`).
+        loss: the training loss against `make_targets` (a name in `dlbench.scenarios.losses.LOSS_FUNCTIONS`).
+        optimizer: the training optimizer (a name in `dlbench.scenarios.train.OPTIMIZERS`).
         description: one line for listings.
     """
 
@@ -77,6 +79,8 @@ class Workload:
     cpu_batch: int = 4
     tiny_batch: int = 8
     channels_last: bool = False
+    loss: str = "cross-entropy"
+    optimizer: str = "sgd"
     description: str = ""
 
     def default_batch_size(
@@ -106,7 +110,8 @@ class Workload:
 
     # -- to be provided by each family -------------------------------------------------------------
     def build_model(self, config: RunConfig) -> Any:
-        """A `torch.nn.Module` (random weights, on the current default device) whose forward returns the loss."""
+        """A `torch.nn.Module` (random weights, on the current default device) whose forward returns the model's
+        plain outputs, never a loss."""
         raise NotImplementedError
 
     def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
@@ -117,9 +122,13 @@ class Workload:
         """
         raise NotImplementedError
 
-    def make_optimizer(self, params: Any, device: Any) -> tuple[Any, str]:
-        """(optimizer, implementation) where implementation is "fused", "foreach" or "for-loop"."""
-        raise NotImplementedError
+    def make_targets(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        """The training targets of the batch (labels, positions...): what `loss` compares the outputs with.
+
+        Drawn from `generator` after `make_inputs`; `device` as there. A model without targets (loss "mean")
+        returns ().
+        """
+        return ()
 
     def uses_channels_last(self, device: Any) -> bool:
         """Whether `to_device` makes this workload NHWC on `device`.
@@ -163,50 +172,6 @@ class Workload:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
-
-
-def make_optimizer(cls: Any, params: Any, device: Any, **kwargs: Any) -> tuple[Any, str]:
-    """Build `cls(params, **kwargs)` with the fastest implementation the device supports.
-
-    Fused kernels first (on CUDA one launch for the whole update, with GradScaler's unscale and inf check
-    done inside, without a host sync; torch also has fused CPU and MPS kernels for SGD and AdamW), then
-    the multi-tensor `foreach` path, then the per-parameter loop. torch refuses unsupported combinations
-    when the optimizer is built, so trying in order is exact.
-    """
-    params = list(params)
-    for impl in ("fused", "foreach"):
-        try:
-            return cls(params, **{impl: True}, **kwargs), impl
-        except (RuntimeError, TypeError, ValueError):
-            continue
-    return cls(params, foreach=False, **kwargs), "for-loop"
-
-
-def without_fused_kernel(optimizer: Any) -> tuple[Any, str]:
-    """The same optimizer (class, hyper-parameters, parameter groups) rebuilt on the multi-tensor `foreach` path.
-
-    For MPS with a GradScaler: before pytorch/pytorch#186360 (June 2026) the fused Metal kernels ignored the
-    scaler's `grad_scale` and `found_inf`, so a fused step on MPS trained on still-scaled gradients and did not
-    skip inf steps. `foreach` unscales through GradScaler's own check (MPS kernel since torch 2.8, #150255).
-    Call it before the first step: optimizer state is not carried over.
-    """
-    import inspect
-
-    cls = type(optimizer)
-    accepted = inspect.signature(cls.__init__).parameters  # defaults may hold keys __init__ does not take
-    unfused = {"fused": False, "foreach": True}
-    defaults = {k: v for k, v in optimizer.defaults.items() if k in accepted}
-    groups = [{**{k: v for k, v in group.items() if k == "params" or k in accepted}, **unfused}
-              for group in optimizer.param_groups]  # each group keeps its own settings (a no-decay group)
-    return cls(groups, **{**defaults, **unfused}), "foreach"
-
-
-def optimizer_for_scaler(optimizer: Any, impl: str, device_type: str, scaler: Any) -> tuple[Any, str]:
-    """(optimizer, implementation) to pair with `scaler` on `device_type`: a fused optimizer on MPS with a
-    GradScaler is rebuilt on `foreach` (see `without_fused_kernel`); anything else is returned as it is."""
-    if scaler is not None and device_type == "mps" and impl == "fused":
-        return without_fused_kernel(optimizer)
-    return optimizer, impl
 
 
 class SizedWorkload(Workload):

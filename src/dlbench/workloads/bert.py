@@ -3,7 +3,8 @@
 Exercise it with `PYTHONPATH=src python -m dlbench run --workload bert-base-squad --device cpu --batch-size 1`.
 
 Models are transformers' `BertForQuestionAnswering` and `BertForMaskedLM` built from a `BertConfig` (random
-weights, nothing downloaded) with SDPA attention. Training uses AdamW (weight decay 0.01).
+weights, nothing downloaded) with SDPA attention; they return logits, and training (the `train` scenario) adds
+the loss the workload names and AdamW (weight decay 0.01).
 Attention is transformers' own SDPA function registered under `ATTENTION` ("sdpa_no_mask"), a name that has no
 mask builder: transformers then never builds an attention mask. Sequences are full length, so the mask would be
 all ones anyway; but transformers 5.17 (the GPU machines' version) materialises that all-ones mask whenever
@@ -12,10 +13,11 @@ eager and compiled BERT run different attention kernels. Eager and compiled runs
 The vocabulary stays at the cased 28996 (not padded to a multiple of 64): it is a matrix dimension only in the
 MLM head, which runs on the 15% masked tokens (about 1.5% of `bert-large-mlm`'s FLOPs), and the `squad` models
 only look rows up; padding would gain at most about 1% while changing the model the benchmark names.
-- `squad`: loss = mean of start- and end-position cross-entropy, as SQuAD fine-tuning (what AIME and Lambda
-  publish at 384 tokens).
-- `mlm`: masked-LM cross-entropy on ceil(15%) of the positions of each sequence (20 at 128 tokens, NVIDIA's
-  `max_predictions_per_seq`), the head applied to the masked positions only (see `modules.BertMaskedLMLoss`).
+- `squad`: start and end logits; targets the start and end positions; loss `span` = mean of start- and
+  end-position cross-entropy, as SQuAD fine-tuning (what AIME and Lambda publish at 384 tokens).
+- `mlm`: logits of ceil(15%) of the positions of each sequence (20 at 128 tokens, NVIDIA's
+  `max_predictions_per_seq`), the head applied to the masked positions only (see `modules.BertMaskedLM`); the
+  positions are an input, their token ids the targets; loss `masked-lm` (cross-entropy).
   NVIDIA's pre-training phase 1 also trains next-sentence prediction; that head is 2 outputs on the pooled
   [CLS] token (under 0.01% of the FLOPs) and is left out.
 Sequences are full length (no padding), so no attention mask is passed.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from dlbench.workloads.base import BertSpec, SizedWorkload, make_optimizer
+from dlbench.workloads.base import BertSpec, SizedWorkload
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,6 +67,7 @@ class BertWorkload(SizedWorkload):
 
     sample_unit = "sequences"
     tiny_seq_len = 32
+    optimizer = "adamw"
 
     def __init__(
         self,
@@ -109,44 +112,46 @@ class BertWorkload(SizedWorkload):
         token_type_ids = (torch.arange(seq_len) >= seq_len // 2).long().expand(batch_size, -1).contiguous()
         return input_ids, token_type_ids
 
-    def make_optimizer(self, params: Any, device: Any) -> tuple[Any, str]:
-        import torch
-
-        return make_optimizer(torch.optim.AdamW, params, device, lr=1e-4, weight_decay=0.01)
-
 
 class BertSquadWorkload(BertWorkload):
-    """`BertForQuestionAnswering`: start/end cross-entropy."""
+    """`BertForQuestionAnswering`: start and end logits; trained on start/end cross-entropy (`span`)."""
+
+    loss = "span"
 
     def build_model(self, config: RunConfig) -> Any:
         from transformers import BertForQuestionAnswering
 
-        from dlbench.workloads.modules import BertQuestionAnsweringLoss
+        from dlbench.workloads.modules import BertQuestionAnswering
 
-        return BertQuestionAnsweringLoss(BertForQuestionAnswering(self.bert_config(config)))
+        return BertQuestionAnswering(BertForQuestionAnswering(self.bert_config(config)))
 
     def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        return self._token_inputs(config, batch_size, generator, device)
+
+    def make_targets(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        """Answer start and end positions (an answer of up to 30 tokens, inside the sequence)."""
         import torch
 
-        input_ids, token_type_ids = self._token_inputs(config, batch_size, generator, device)
-        seq_len = input_ids.size(1)
         if str(device) == "meta":
             pos = torch.empty((batch_size,), dtype=torch.long, device="meta")
-            return input_ids, token_type_ids, pos, torch.empty_like(pos)
+            return pos, torch.empty_like(pos)
+        seq_len = self.seq_len(config)
         start = torch.randint(0, seq_len, (batch_size,), generator=generator)
         end = torch.clamp(start + torch.randint(0, 30, (batch_size,), generator=generator), max=seq_len - 1)
-        return input_ids, token_type_ids, start, end
+        return start, end
 
 
 class BertMlmWorkload(BertWorkload):
-    """`BertForMaskedLM` (encoder + tied MLM head) trained on ceil(15%) masked positions per sequence."""
+    """`BertForMaskedLM` (encoder + tied MLM head) on ceil(15%) masked positions per sequence (`masked-lm`)."""
+
+    loss = "masked-lm"
 
     def build_model(self, config: RunConfig) -> Any:
         from transformers import BertForMaskedLM
 
-        from dlbench.workloads.modules import BertMaskedLMLoss
+        from dlbench.workloads.modules import BertMaskedLM
 
-        return BertMaskedLMLoss(BertForMaskedLM(self.bert_config(config)))
+        return BertMaskedLM(BertForMaskedLM(self.bert_config(config)))
 
     def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
         import torch
@@ -155,16 +160,23 @@ class BertMlmWorkload(BertWorkload):
         seq_len = input_ids.size(1)
         masked = masked_count(seq_len)
         if str(device) == "meta":
-            idx = torch.empty((batch_size, masked), dtype=torch.long, device="meta")
-            return input_ids, token_type_ids, idx, torch.empty_like(idx)
+            return input_ids, token_type_ids, torch.empty((batch_size, masked), dtype=torch.long, device="meta")
         # Distinct positions per sequence, in order (as a masking data pipeline produces them).
         positions = torch.rand((batch_size, seq_len), generator=generator).argsort(dim=1)[:, :masked]
         positions = positions.sort(dim=1).values
-        labels = torch.randint(0, self.spec(config).vocab_size, (batch_size, masked), generator=generator)
-        return input_ids, token_type_ids, positions, labels
+        return input_ids, token_type_ids, positions
+
+    def make_targets(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
+        """The original token ids of the masked positions."""
+        import torch
+
+        shape = (batch_size, masked_count(self.seq_len(config)))
+        if str(device) == "meta":
+            return (torch.empty(shape, dtype=torch.long, device="meta"),)
+        return (torch.randint(0, self.spec(config).vocab_size, shape, generator=generator),)
 
 
-# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see README "Methodology").
+# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see docs/methodology.md, "Default batch size").
 register(
     BertSquadWorkload(
         "bert-base-squad",

@@ -3,7 +3,8 @@
 Exercise it with `PYTHONPATH=src python -m dlbench run --workload resnet50 --device cpu --batch-size 2`.
 
 ResNet-50 v1.5 is torchvision's `resnet50()` (stride 2 in the 3x3 convolution of the bottleneck, as NVIDIA's
-and MLPerf's reference). Training: cross-entropy, SGD with momentum 0.9. On CUDA, weights and images are
+and MLPerf's reference). The model returns logits; its targets are class labels, and training (the `train`
+scenario) uses cross-entropy and SGD with momentum 0.9. On CUDA, weights and images are
 `channels_last` (NHWC), the layout cuDNN's tensor-core convolutions use natively; NCHW would add transposes.
 The tiny flavour is a ResNet with one BasicBlock per stage at 32x32 and 10 classes.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dlbench.workloads.base import ResNetSpec, SizedWorkload, make_optimizer
+from dlbench.workloads.base import ResNetSpec, SizedWorkload
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +28,8 @@ class ResNetWorkload(SizedWorkload):
 
     sample_unit = "images"
     channels_last = True
+    loss = "cross-entropy"
+    optimizer = "sgd"
 
     def __init__(
         self,
@@ -43,11 +46,9 @@ class ResNetWorkload(SizedWorkload):
     def build_model(self, config: RunConfig) -> Any:
         from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
-        from dlbench.workloads.modules import ClassifierLoss
-
         spec = self.spec(config)
         block = Bottleneck if spec.block == "bottleneck" else BasicBlock
-        return ClassifierLoss(ResNet(block, list(spec.layers), num_classes=spec.num_classes))
+        return ResNet(block, list(spec.layers), num_classes=spec.num_classes)
 
     def make_inputs(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
         import torch
@@ -55,18 +56,15 @@ class ResNetWorkload(SizedWorkload):
         spec = self.spec(config)
         shape = (batch_size, 3, spec.image_size, spec.image_size)
         if str(device) == "meta":
-            return (
-                torch.empty(shape, device="meta"),
-                torch.empty((batch_size,), dtype=torch.long, device="meta"),
-            )
-        images = torch.randn(shape, generator=generator)
-        labels = torch.randint(0, spec.num_classes, (batch_size,), generator=generator)
-        return images, labels
+            return (torch.empty(shape, device="meta"),)
+        return (torch.randn(shape, generator=generator),)
 
-    def make_optimizer(self, params: Any, device: Any) -> tuple[Any, str]:
+    def make_targets(self, config: RunConfig, batch_size: int, generator: Any, device: Any = "cpu") -> tuple:
         import torch
 
-        return make_optimizer(torch.optim.SGD, params, device, lr=0.1, momentum=0.9, weight_decay=1e-4)
+        if str(device) == "meta":
+            return (torch.empty((batch_size,), dtype=torch.long, device="meta"),)
+        return (torch.randint(0, self.spec(config).num_classes, (batch_size,), generator=generator),)
 
 
 register(

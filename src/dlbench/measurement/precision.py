@@ -31,7 +31,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from dlbench.runner.config import check_precision
+from dlbench.analysis.configuration import check_precision
 
 AUTOCAST_DTYPES = {"amp-fp16": "float16", "amp-bf16": "bfloat16"}
 
@@ -61,7 +61,7 @@ def apply_precision(precision: str, device: Any) -> PrecisionSetup:
     """
     import torch
 
-    check_precision(precision)  # the one list of precisions (runner.config.PRECISIONS)
+    check_precision(precision)  # the one list of precisions (analysis.configuration.PRECISIONS)
     device_type = torch.device(device).type
     strict = precision == "fp32"
     # Legacy flags (torch >= 1.7) rather than the fp32_precision API of torch >= 2.9: they work on every

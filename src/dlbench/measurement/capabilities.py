@@ -1,10 +1,10 @@
 """Which configurations this machine can run, and in one line why not.
 
-Exercise it with `PYTHONPATH=src python -c "from dlbench.runner.capabilities import unsupported_reason as u;
+Exercise it with `PYTHONPATH=src python -c "from dlbench.measurement.capabilities import unsupported_reason as u;
 from dlbench.runner.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
 
 The planner records a config with a reason as `skipped`; it never aborts a sweep. Rules:
-- device: `auto` and a bare `cuda` are resolved first (`plan.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
+- device: `auto` and a bare `cuda` are resolved first (`device.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
 - `tf32`: NVIDIA tensor-core TF32, compute capability >= 8.0 (Ampere and newer). Not on ROCm (its xf32 is
   off by default and not comparable), CPUs or MPS.
 - `amp-bf16`: bfloat16 in hardware (CUDA compute capability >= 8.0; ROCm: torch.cuda.is_bf16_supported answers
@@ -37,11 +37,12 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
+from dlbench.analysis.configuration import check_compile_mode, check_precision
 from dlbench.errors import BadInput
-from dlbench.runner.config import check_compile_mode, check_precision
-from dlbench.runner.plan import resolve_device
+from dlbench.measurement.device import resolve_device
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.device import DeviceFacts
     from dlbench.runner.config import RunConfig
 
 # The first torch release whose MPS backend runs each feature (module docstring: sources).
@@ -174,14 +175,18 @@ def _compile_reason(mode: str, device: str) -> str | None:
     return None
 
 
-def unsupported_reason(config: RunConfig) -> str | None:
-    """Why this machine cannot run `config` (one line), or None when it can."""
+def unsupported_reason(config: RunConfig, facts: DeviceFacts | None = None) -> str | None:
+    """Why this machine cannot run `config`'s device, precision and compile mode (one line), or None when it can.
+
+    `facts`: the planner's `DeviceFacts` to resolve `auto`/`cuda` with (None: detected here when needed). A
+    scenario adds its own rules first (`Scenario.unsupported_reason`).
+    """
     try:
         check_precision(config.precision)
         check_compile_mode(config.compile)
     except BadInput as exc:
         return str(exc)
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, facts)
     return (
         _device_reason(device)
         or _precision_reason(config.precision, device)
