@@ -27,15 +27,18 @@ stop_pid() {
 
 pid_of() { [[ -f $1 ]] && tr -dc 0-9 <"$1"; }
 
-# This cluster's processes: those with a file in DIR open (the daemons and slurmstepd hold their logs open) and
-# their descendants (job steps), never this script or its callers.
+# This cluster's processes: Slurm's and munge's with a file in DIR open (the daemons and slurmstepd hold their logs
+# open) and their descendants (job steps), never this script or its callers.
 cluster_pids() {
     local pid ppid mine=" " ancestors=" " p=$$ grew=1
     declare -A parent
     while read -r pid ppid; do parent[$pid]=$ppid; done < <(ps -e -o pid=,ppid=)
     while [[ -n $p && $p != 0 ]]; do ancestors+="$p "; p=${parent[$p]:-}; done
     for pid in $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$DIR/*" 2>/dev/null | cut -d/ -f3 | sort -u); do
-        mine+="$pid "
+        # Slurm's and munge's own processes only: not, say, a `tail -f` of a log in DIR.
+        case $(cat "/proc/$pid/comm" 2>/dev/null) in
+            slurmstepd | slurmd | slurmctld | slurmscriptd | munged) mine+="$pid " ;;
+        esac
     done
     while ((grew)); do
         grew=0
