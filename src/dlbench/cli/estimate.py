@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         precision: str = typer.Option(..., "--precision", "-p",
                                       help="fp32, tf32, amp-fp16 or amp-bf16; with --scenario generate: bf16, fp16, "
                                            "int8, int4 (weight-only) or llama.cpp's q8_0, q4_0, q4_k_m."),
-        gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (data parallel; training only)."),
+        gpus: int = typer.Option(1, "--gpus", help="Number of identical GPUs (training: data parallel; generate: tensor parallel, 1/2/4/8)."),
         scenario: str = typer.Option("train", "--scenario",
                                      help="train (default: training samples/s) or generate (LLM decode and "
                                           "prefill tokens/s)."),
@@ -51,10 +51,7 @@ def register(app: typer.Typer) -> None:
 
         scenario = scenario.strip().lower()
         if scenario == "generate":
-            if gpus != 1:
-                raise BadInput("--scenario generate estimates one GPU (--gpus 1); tensor-parallel decode is not "
-                               "modelled")
-            _generate(gpu, workload, precision, batch_size, context, spec_only, software, as_json)
+            _generate(gpu, workload, precision, batch_size, context, spec_only, software, as_json, gpus)
             return
         if scenario != "train":
             raise BadInput(f"unknown scenario {scenario!r} for estimate; expected train or generate")
@@ -101,18 +98,18 @@ def _tok(v: float | None) -> str:
 
 
 def _generate(gpu: str, model: str, precision: str, batch: int, context: int, spec_only: bool,
-              software: str | None, as_json: bool) -> None:
+              software: str | None, as_json: bool, num_gpus: int = 1) -> None:
     from dlbench.analysis.llm_estimate import estimate_generate
 
     e = estimate_generate(model, precision, gpu, batch=batch, context=context, spec_only=spec_only,
-                          software=software)
+                          software=software, num_gpus=num_gpus)
     if as_json:
         print_json(e.to_dict())
         return
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"{e.gpu}: {e.model} {e.precision}, batch {e.batch}, context {e.context:,}"
+    table = Table(title=f"{e.num_gpus}x {e.gpu}: {e.model} {e.precision}, batch {e.batch}, context {e.context:,}"
                   + ("  (spec only)" if e.spec_only else ""), show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
