@@ -179,6 +179,7 @@ def advise_llm(model: str, task: str = "serve", precision: str | None = None, co
                 per_user = None
                 basis = ("training tokens/s = prefill rate / 3 (rough upper bound): "
                          + (e.prefill.calibrated_on if e.prefill else "no estimate"))
+            basis += "".join(f"; {n}" for n in e.notes if n.startswith("calibrated on NVIDIA"))
             meets = (min_tokens_per_s is None or task != "serve"
                      or (per_user is not None and per_user >= min_tokens_per_s))
             chosen = (count, own, rate, per_user, low, meets, basis)
