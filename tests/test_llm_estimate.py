@@ -32,6 +32,15 @@ def test_bytes_per_step_are_weights_without_the_embedding_plus_kv_cache():
     assert llm.weights_read_bytes(tied, 16) == pytest.approx(param_count(tied) * 2)
 
 
+def test_a_mixture_of_experts_reads_the_experts_its_tokens_use():
+    shape = get_model("mixtral-8x7b")
+    mlp = param_breakdown(shape)["mlp"]
+    dense = (param_count(shape) - param_breakdown(shape)["embedding"]) * 2
+    assert llm.weights_read_bytes(shape, 16, 1) == pytest.approx(dense - mlp * 2 * (1 - 2 / 8))  # 2 of 8 experts
+    assert llm.weights_read_bytes(shape, 16, 4) == pytest.approx(dense - mlp * 2 * (0.75 ** 4))
+    assert llm.weights_read_bytes(shape, 16, 1) < llm.weights_read_bytes(shape, 16, 64) < dense + 1
+
+
 def test_quantized_weights_carry_their_scales():
     assert llm.WEIGHT_BITS["int4"] == pytest.approx(4.25)
     assert llm.WEIGHT_BITS["q4_0"] == 4.5 and llm.WEIGHT_BITS["q8_0"] == 8.5

@@ -4,7 +4,8 @@ Two rooflines, each with a share of it fitted on published figures (docs/llm-est
 
 decode (one new token per sequence per step; Dettmers, seed 001: memory bandwidth sets LLM speed)
     bytes per step  = weights read (every parameter but the embedding lookup, at the precision's bits
-                      including its quantization scales) + KV cache at the context x batch
+                      including its quantization scales; a mixture of experts only the experts routed to)
+                      + KV cache at the context x batch
     roofline time   = bytes per step / catalogue memory bandwidth
     step time       = roofline time / e + layers x tau              (e, tau fitted per software)
     tokens/s        = batch / step time;  efficiency = roofline time / step time
@@ -97,14 +98,20 @@ def prefill_peak(spec, software: str, row_precision: str) -> tuple[float | None,
     return spec.bf16_tensor_flops_per_s or spec.fp16_tensor_flops_per_s, "BF16 tensor, FP32 accumulate"
 
 
-def weights_read_bytes(shape, bits: float) -> float:
+def weights_read_bytes(shape, bits: float, batch: int = 1) -> float:
     """Bytes of weights one decode step reads: every parameter but the embedding table (a lookup reads one row;
-    a tied table is read whole as the lm_head), at `bits` per weight."""
+    a tied table is read whole as the lm_head), at `bits` per weight. A mixture of experts reads only the experts
+    its tokens are routed to: with k of E experts per token and `batch` tokens routed independently, a layer reads
+    E x (1 - (1 - k/E)^batch) experts on average (k at batch 1)."""
     from dlbench.catalog.models import param_breakdown, param_count
 
+    parts = param_breakdown(shape)
     n = param_count(shape)
     if not shape.tied_embeddings:
-        n -= param_breakdown(shape)["embedding"]
+        n -= parts["embedding"]
+    if shape.is_moe:
+        share = 1.0 - (1.0 - shape.active_experts / shape.experts) ** batch
+        n -= parts["mlp"] * (1.0 - share)
     return n * bits / 8
 
 
@@ -426,7 +433,7 @@ def estimate_generate(model: str, precision: str, gpu: str, batch: int = 1, cont
     exclude = frozenset(exclude) | ({spec.name} if spec_only else frozenset())
     notes: list[str] = []
 
-    weights = weights_read_bytes(shape, WEIGHT_BITS[precision])
+    weights = weights_read_bytes(shape, WEIGHT_BITS[precision], batch)
     kv = kv_cache_bytes(shape, context, batch)
     step_bytes = weights + kv
     bw = (spec.memory_bandwidth_bytes_per_s or 0.0) * num_gpus
