@@ -4,7 +4,7 @@ Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (an
 
 Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
 resolves the device, fills in defaults and asks the scenario (`scenarios.unsupported_reason`) about each combination. It runs
-in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
+in the planning child process (`dlbench.runner.planning`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
 - on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 on NVIDIA compute capability >= 8.0, else fp32
@@ -177,10 +177,10 @@ def check_workloads(names: list[str]) -> list[str]:
     """The registry's names for `names`, matched regardless of case (`RESNET50` is resnet50).
 
     An unknown name raises BadInput listing the valid ones, with the name probably meant: `X-tiny` is
-    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`workloads.names`).
+    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`dlbench.names`).
     """
+    from dlbench.names import match_workload
     from dlbench.workloads import registry
-    from dlbench.workloads.names import match_workload
 
     known = registry.names()
     return [match_workload(name, known) for name in names]
@@ -307,7 +307,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                 items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config, facts),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
-    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (runner.launchers.torchrun)
         from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
 
         counts = resolve_gpu_counts(options.gpus, device, facts.cuda)
