@@ -192,7 +192,7 @@ def test_rocm_environment_records_hip_and_miopen_not_a_cudnn_version(monkeypatch
 
 def test_rocm_versions_are_compared_and_shown_in_the_report():
     from dlbench.analysis.compare import environment_warnings
-    from dlbench.report.html import _environment_table
+    from dlbench.report.sections.environment import environment_table
 
     rocm = {"hip_version": "6.3.42131", "miopen_version": "3.3.0", "cudnn_version": None}
     newer = dict(rocm, hip_version="6.4.43482")
@@ -200,11 +200,11 @@ def test_rocm_versions_are_compared_and_shown_in_the_report():
     assert not environment_warnings({"cudnn_version": "9.1.0"}, {"cudnn_version": "9.1.0"})
 
     runs = [{"run_id": "r", "created_at": "t", "gpus": "1x MI250X", "short": "r", "tag": "r"}]
-    labels = [label for label, _ in _environment_table([{"environment": rocm}], runs)["rows"]]
+    labels = [label for label, _ in environment_table([{"environment": rocm}], runs)["rows"]]
     # with the other software versions, where cuDNN stands for an NVIDIA run (a row of dashes here: left out)
     assert labels.index("GPUs") < labels.index("ROCm (HIP)") and labels.index("ROCm (HIP)") + 1 == labels.index("MIOpen")
     assert "cuDNN" not in labels
-    nvidia = [label for label, _ in _environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
+    nvidia = [label for label, _ in environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
     assert "ROCm (HIP)" not in nvidia and "MIOpen" not in nvidia
 
 
@@ -217,7 +217,7 @@ def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued
     from types import SimpleNamespace
 
     from dlbench.analysis.ranking import vs_published_in
-    from dlbench.report.table import vs_published_cell
+    from dlbench.report.run_table import vs_published_cell
 
     published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1, gpu=gpu,
                                  samples_per_s=rate, source="Lambda (test)", comparable=True)
