@@ -177,3 +177,46 @@ def test_importing_the_infer_modules_imports_no_torch():
             "print('torch' in sys.modules, 'torchao' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def test_compiled_infer_on_the_cpu():
+    """torch.compile of both batch sizes on a CPU (about 3 minutes on 2 shared cores): opt-in, DLBENCH_RUN_SLOW=1."""
+    import os
+
+    if os.environ.get("DLBENCH_RUN_SLOW") != "1":
+        pytest.skip("slow: set DLBENCH_RUN_SLOW=1 to compile a tiny model on the CPU")
+    config = RunConfig("bert-base-squad", precision="int8-weight-only", flavour="tiny", compile="default",
+                       batch_size=4, warmup_steps=1, steps=2, repeats=1, scenario="infer")
+    m = scenarios.measure(config)
+    assert m["compile_times_s"]["offline"] > max(m["repeats"][0]["step_times_s"])
+    assert m["compile_times_s"]["latency"] > max(m["repeats"][0]["request_times_s"])
+    assert m["compile_time_s"] == pytest.approx(sum(m["compile_times_s"].values()))
+    assert m["precision_flags"]["compile_cache"].startswith("cold")
+    assert not [w for w in m["warnings"] if "recompiled" in w]  # one static graph per batch size, no more
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision, mode", [(p, "off") for p in ("fp32", "tf32", "fp16", "bf16", "int8-weight-only",
+                                                                   "int4-weight-only", "fp8")]
+                         + [("bf16", "reduce-overhead"), ("fp8", "reduce-overhead")])
+def test_cuda_precisions_and_cuda_graphs(precision, mode):
+    """Each precision on the GPU (full-size BERT-base: the tiny model's 64-wide layers fit no int4 group), eager
+    and with CUDA graphs; refused (with its reason) where the GPU lacks it."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    config = RunConfig("bert-base-squad", precision=precision, compile=mode, device="cuda",
+                       batch_size=8, warmup_steps=2, steps=5, repeats=2, scenario="infer")
+    reason = INFER.unsupported_reason(config)
+    if reason:
+        pytest.skip(reason)
+    m = scenarios.measure(config)
+    assert not m["warnings"], m["warnings"]
+    assert m["peak_memory_bytes"] > 0 and m["precision_flags"]["cuda_graphs"] is (mode == "reduce-overhead")
+    if mode == "reduce-overhead":
+        assert m["precision_flags"]["cuda_graph_skips"] == 0
+    if precision in ("int8-weight-only", "int4-weight-only", "fp8"):  # every layer but the 2-output QA head
+        assert m["precision_flags"]["quantized_modules"] >= m["precision_flags"]["linear_modules"] - 1 > 0
+    metrics = INFER.metrics(m, config)
+    assert metrics["latency_p99_s"]["value"] >= metrics["latency_p50_s"]["value"] > 0
