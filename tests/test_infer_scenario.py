@@ -98,9 +98,12 @@ def _plan(facts, **options):
 
 
 def test_default_plan_on_a_cpu_and_on_gpus():
-    items, plan = _plan(DeviceFacts(), device="cpu")
-    assert items == [("resnet50", "fp32", "off"), ("bert-base-squad", "fp32", "off")]
+    items, plan = _plan(DeviceFacts(), device="cpu")  # the quick suite: training's small one
+    assert items == [("resnet50", "fp32", "off"), ("bert-base-mlm", "fp32", "off")] and plan.quick_suite
+    assert [(i.config.batch_size, i.config.seq_len) for i in plan.items] == [(2, None), (1, 128)]
     assert all(i.config.scenario == "infer" for i in plan.items)
+    items, _ = _plan(DeviceFacts(), device="cpu", tiny=True)
+    assert items == [("resnet50", "fp32", "off"), ("bert-base-squad", "fp32", "off")]
     gpu = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 80 * 10**9, "compute_capability": [9, 0]}
     items, plan = _plan(DeviceFacts(cuda=[gpu]), device="auto")
     assert items == [("resnet50", "bf16", "off"), ("resnet50", "bf16", "reduce-overhead"),
