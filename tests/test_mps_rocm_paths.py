@@ -212,8 +212,9 @@ def test_rocm_versions_are_compared_and_shown_in_the_report():
 
 
 def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued():
-    """An MPS result ran on a GPU (the environment names it "Apple M2 Max GPU (MPS)"): it is ranked like any GPU
-    the catalogue does not know, with that reason, instead of being turned away as "not a GPU"."""
+    """An MPS result ran on a GPU (the environment names it "Apple M2 Pro GPU (MPS)"): it is ranked like any GPU
+    the catalogue does not know, with that reason, instead of being turned away as "not a GPU". (The M2 Max is in
+    the catalogue since issue 14; the M2 Pro is not.)"""
     from types import SimpleNamespace
 
     from dlbench.analysis.ranking import vs_published_in
@@ -222,14 +223,18 @@ def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued
     published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1, gpu=gpu,
                                  samples_per_s=rate, source="Lambda (test)", comparable=True)
                  for gpu, rate in (("H100 SXM5 80GB", 1200.0), ("RTX 3090", 400.0))]
-    document = {"environment": {"gpus": [{"name": "Apple M2 Max GPU (MPS)", "memory_bytes": None,
+    document = {"environment": {"gpus": [{"name": "Apple M2 Pro GPU (MPS)", "memory_bytes": None,
                                           "compute_capability": None, "multiprocessor_count": None}]}}
     result = {"workload": "resnet50", "precision": "fp32", "seq_len": None, "world_size": 1, "status": "ok",
               "samples_per_s": 150.0, "flavour": "full", "device": "mps"}
     vs = vs_published_in(document, result, published)
     assert vs["gpu"] is None and (vs["rank"], vs["rank_of"]) == (3, 3) and vs["ratio"] is None
-    assert vs["reason"] == "GPU 'Apple M2 Max GPU (MPS)' is not in the catalogue: ranked, but no same-GPU ratio"
+    assert vs["reason"] == "GPU 'Apple M2 Pro GPU (MPS)' is not in the catalogue: ranked, but no same-GPU ratio"
     assert vs_published_cell(vs) == "#3 of 3"
+    # A catalogued Apple chip is named by its catalogue row, and ranked the same way.
+    max_document = {"environment": {"gpus": [dict(document["environment"]["gpus"][0], name="Apple M2 Max GPU (MPS)")]}}
+    known = vs_published_in(max_document, result, published)
+    assert known["gpu"] == "M2 Max" and (known["rank"], known["rank_of"]) == (3, 3) and known["ratio"] is None
     cpu = vs_published_in({"environment": {"gpus": []}}, dict(result, device="cpu"), published)
     assert cpu["rank"] is None and "published results are for GPUs" in cpu["reason"]
 
