@@ -68,7 +68,24 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
     # Schema 2: the metrics, read from the fields above (the same rule that upgrades a version-1 result).
     result["primary_metric"] = PRIMARY_METRICS[scenario]
     result["metrics"] = training_metrics(result)
+    if scenario != DEFAULT_SCENARIO:  # its own metrics, from the raw values (`Scenario.metrics`)
+        _add_scenario_metrics(result, config, measurement)
     return result
+
+
+def _add_scenario_metrics(result: dict[str, Any], config: RunConfig, measurement: dict[str, Any] | None) -> None:
+    """A result of another scenario than training: its name, its headline and the metrics it derives from the
+    raw values (`Scenario.metrics`); the training fields above hold what applies (infer: the offline batches)."""
+    from dlbench import scenarios
+
+    scenario = scenarios.get(config.scenario)
+    result["scenario"] = scenario.name
+    result["primary_metric"] = scenario.headline
+    m = measurement or {}
+    for key in ("weight_bytes", "latency_batch_size", "latency_warmup_times_s", "compile_times_s"):
+        if key in m:
+            result[key] = m[key]
+    result["metrics"] = scenario.metrics(m, config) if measurement is not None else {}
 
 
 def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +98,8 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         "seq_len": m.get("seq_len", config.seq_len),
         "device": m.get("device") or config.device,
         "warmup_step_times_s": [float(t) for t in m.get("warmup_step_times_s", [])],
-        "repeats": [{"step_times_s": times} for times in repeats],
+        # a scenario's own per-repeat values (infer: the latency requests) stay beside the step times
+        "repeats": [{**r, "step_times_s": times} for r, times in zip(m.get("repeats", []), repeats, strict=True)],
         "compile_time_s": m.get("compile_time_s"),
         "peak_memory_bytes": m.get("peak_memory_bytes"),
         "peak_reserved_bytes": m.get("peak_reserved_bytes"),

@@ -12,6 +12,8 @@ Defaults, as in the seeds (AIME, Lambda):
   x (compile off, default); 10 warm-up steps, 50 measured steps, 3 repeats; batch size per workload from the
   device memory (`Workload.default_batch_size`).
 - on a CPU (or MPS): a quick suite (`QUICK_SUITE`): small batches, fp32, eager, few steps; it says so.
+- `--scenario infer` (`scenarios.infer.plan_defaults`): resnet50 and bert-base-squad, bf16 (fp16 before compute
+  capability 8.0) x (eager, compile reduce-overhead) on a GPU; fp32, eager on a CPU (the quick suite's workloads).
 """
 
 from __future__ import annotations
@@ -261,6 +263,11 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
         suite = [{"workload": name, "batch_size": None, "seq_len": None} for name in GPU_DEFAULT_WORKLOADS]
     else:
         suite = [dict(item) for item in QUICK_SUITE]
+    if options.scenario == "infer":  # serving defaults (scenarios/infer.py, docs/infer.md)
+        from dlbench.scenarios.infer import plan_defaults
+
+        precisions, compile_modes, suite = plan_defaults(options, entry, facts.hip, quick, precisions, compile_modes,
+                                                         suite)
     if quick:
         notes.append(f"quick suite: no CUDA GPU here, so dlbench runs a short suite on {device} "
                      f"({', '.join(item['workload'] for item in suite)}; fp32, eager, small batches, "
