@@ -328,8 +328,8 @@ def test_apply_precision_uses_the_one_precision_list(torch_flags):
     """apply_precision accepts exactly runner.config.PRECISIONS and rejects anything else with the shared check's
     message (it used to keep its own list, which could drift from the planner's)."""
     from dlbench.errors import BadInput
+    from dlbench.measurement.config import PRECISIONS, check_precision
     from dlbench.measurement.precision import AUTOCAST_DTYPES, apply_precision
-    from dlbench.runner.config import PRECISIONS, check_precision
 
     assert set(AUTOCAST_DTYPES) <= set(PRECISIONS)
     for precision in PRECISIONS:

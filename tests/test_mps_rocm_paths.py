@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from dlbench.measurement.capabilities import unsupported_reason
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 
 @pytest.fixture
