@@ -1,0 +1,110 @@
+"""Infer and generate results wherever a user looks: the run table, vs published, exports, doctor, fleet.
+
+Run with `python -m pytest tests/test_scenario_display.py`. The results are built by hand (tests/scenario_docs.py)
+as the scenarios store them, so nothing here needs a model or a GPU.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from dlbench.report.run_table import results_table
+from report_docs import make_result
+from scenario_docs import document, make_generate_result, make_infer_result
+
+
+def _render(results, width=200, **kwargs):
+    console = Console(width=width, record=True)
+    console.print(results_table(results, title="dlbench run on cuda", width=width, **kwargs))
+    return console.export_text()
+
+
+def test_infer_table_shows_offline_throughput_and_latency_percentiles():
+    result = make_infer_result(latency_s=0.002)
+    text = _render([result])
+    for header in ("samples/s", "batch ms", "lat p50 ms", "lat p99 ms", "mem GB"):
+        assert header in text
+    assert "step ms" not in text and "TFLOP/s" not in text  # training's columns stay with training
+    p99 = result["metrics"]["latency_s"]["p99"] * 1e3
+    assert f"{p99:.2f}" in text
+    assert f"{result['metrics']['samples_per_s']['value']:,.0f}" in text
+
+
+def test_generate_table_shows_prefill_decode_tpot_bandwidth_and_mfu():
+    result = make_generate_result(bandwidth_fraction=0.81, mfu=0.55)
+    text = _render([result])
+    for header in ("tokens", "prefill tok/s", "TTFT ms", "decode tok/s", "TPOT p50 ms", "TPOT p99 ms", "BW %",
+                   "MFU"):
+        assert header in text
+    assert "512+128" in text and "81%" in text and "55%" in text
+    assert f"{result['metrics']['tpot_s']['p99'] * 1e3:.2f}" in text
+
+
+def test_generate_without_catalogue_bandwidth_leaves_the_column_out():
+    text = _render([make_generate_result(bandwidth_fraction=None, mfu=None, device="cpu")])
+    assert "BW %" not in text and "MFU" not in text
+
+
+def test_a_mixed_run_prints_one_table_per_scenario():
+    text = _render([make_result(), make_infer_result(), make_generate_result()])
+    assert "dlbench run on cuda: train" in text
+    assert "dlbench run on cuda: infer" in text
+    assert "dlbench run on cuda: generate" in text
+    assert text.index(": train") < text.index(": infer") < text.index(": generate")
+
+
+def test_training_only_table_is_unchanged():
+    results = [make_result(), make_result(precision="tf32")]
+    plain = Console(width=160, record=True)
+    from dlbench.report import run_table
+
+    plain.print(run_table.results_table(results, title="t", width=160))
+    assert ": train" not in plain.export_text()
+
+
+def test_scenario_tables_fit_80_columns_and_keep_every_number():
+    results = [make_infer_result(), make_generate_result(), make_generate_result(batch_size=8)]
+    for r in results:
+        r["vs_published"] = {"ratio": 0.9, "rank": 1, "rank_of": 2}
+    text = _render(results, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    for header in ("lat p99 ms", "decode tok/s", "TPOT p99 ms", "BW %", "vs published"):
+        assert header in text
+
+
+# -- vs published -------------------------------------------------------------------------------------------
+
+def test_generate_result_is_ranked_against_comparable_published_rows():
+    from dlbench.analysis.ranking import annotate_document
+
+    # gpt-fast publishes llama-3.1-8b bf16 batch 1 at 93.89 tokens/s on an A100 SXM4 80GB.
+    doc = document([make_generate_result(tpot_s=0.0075)], gpu_name="NVIDIA A100-SXM4-80GB")
+    doc["environment"]["gpus"][0]["memory_bytes"] = 85_899_345_920
+    (vs,) = annotate_document(doc)
+    decode = doc["results"][0]["metrics"]["decode_tokens_per_s"]["value"]
+    assert vs["metric"] == "decode_tokens_per_s"
+    assert vs["ratio"] is not None and abs(vs["ratio"] - decode / 93.89) < 1e-9
+    text = _render([{**doc["results"][0], "vs_published": vs}])
+    assert "vs published" in text and f"{decode / 93.89:.2f}" in text
+
+
+def test_generate_on_another_gpu_gets_a_rank_and_tiny_or_cpu_gets_a_reason():
+    from dlbench.analysis.ranking import annotate_document
+
+    (vs,) = annotate_document(document([make_generate_result(tpot_s=0.005)]))  # H100: 200 tokens/s
+    assert vs["ratio"] is None and vs["rank"] == 1 and vs["rank_of"] == 2
+    (tiny,) = annotate_document(document([make_generate_result(flavour="tiny")]))
+    assert "tiny" in tiny["reason"]
+    (cpu,) = annotate_document(document([make_generate_result(device="cpu")], gpu_name=None))
+    assert "cpu" in cpu["reason"]
+
+
+def test_infer_result_is_ranked_only_against_offline_rows_of_its_batch():
+    from dlbench.analysis.inference_ranking import published_inference_medians
+
+    rows = published_inference_medians(make_infer_result(precision="fp32", batch_size=256))
+    assert {r["gpu"] for r in rows} == {"V100 SXM2 16GB", "T4"}
+    assert rows[0]["value"] == 1261
+    assert published_inference_medians(make_infer_result(precision="fp32", batch_size=32)) == []
+    assert published_inference_medians(make_infer_result(precision="bf16")) == []
