@@ -56,7 +56,7 @@ def make_infer_result(workload: str = "resnet50", precision: str = "fp16", compi
     offline = [t for s in steps for t in s]
     raw = [t for r in reqs for t in r]
     samples_per_s = sum(rates) / len(rates)
-    out.update(samples_per_s=samples_per_s, samples_per_s_repeats=rates, peak_memory_bytes=4e9,
+    out.update(samples_per_s=samples_per_s, samples_per_s_repeats=rates, peak_memory_bytes=4_000_000_000,
                repeats=[{"step_times_s": s, "request_times_s": r} for s, r in zip(steps, reqs, strict=True)])
     out["metrics"] = {
         "samples_per_s": _metric(samples_per_s, "samples/s", "higher", repeats=rates),
@@ -66,7 +66,7 @@ def make_infer_result(workload: str = "resnet50", precision: str = "fp16", compi
         "latency_p90_s": _metric(percentile(raw, 90), "s", "lower"),
         "latency_p99_s": _metric(percentile(raw, 99), "s", "lower"),
         "latency_samples_per_s": _metric(len(raw) / sum(raw), "samples/s", "higher"),
-        "peak_memory_bytes": _metric(4e9, "bytes", "lower"),
+        "peak_memory_bytes": _metric(4_000_000_000, "bytes", "lower"),
         "achieved_flops_per_s": _metric(samples_per_s * 8.2e9, "FLOP/s", "higher"),
     }
     return out
@@ -99,7 +99,7 @@ def make_generate_result(workload: str = "llama-3.1-8b", precision: str = "bf16"
         "decode_tokens_per_s": _metric(decode, "tokens/s", "higher", repeats=rates),
         "tpot_s": _metric(percentile(raw, 50), "s", "lower", mean=sum(raw) / len(raw), **_stats(raw), raw=raw),
         "e2e_s": _metric(percentile(e2e, 50), "s", "lower", **_stats(e2e), repeats=e2e),
-        "peak_memory_bytes": _metric(17e9, "bytes", "lower"),
+        "peak_memory_bytes": _metric(17_000_000_000, "bytes", "lower"),
         "prefill_flops_per_s": _metric(0.5 * 989e12 if mfu is None else mfu * 989e12, "FLOP/s", "higher"),
     }
     if bandwidth_fraction is not None:
@@ -113,6 +113,11 @@ def make_generate_result(workload: str = "llama-3.1-8b", precision: str = "bf16"
 
 def document(results: list[dict[str, Any]], gpu_name: str | None = "NVIDIA H100 80GB HBM3",
              created_at: str = "2026-11-26T04:00:00Z", **env: Any) -> dict[str, Any]:
-    return {"schema_version": 2, "run_id": uuid.uuid4().hex[:12], "created_at": created_at,
+    """A version-2 document; a version-1 training result (tests/report_docs.make_result) gets its metrics."""
+    from dlbench.schema.metrics import training_metrics
+
+    results = [r if "scenario" in r else {**r, "scenario": "train", "metrics": training_metrics(r),
+                                          "primary_metric": "samples_per_s"} for r in results]
+    return {"schema_version": 2, "run_id": uuid.uuid4().hex, "created_at": created_at,
             "dlbench_version": "0.1.0", "environment": environment(gpu_name, **env), "results": results,
             "notes": [], "command": ["dlbench", "run"]}

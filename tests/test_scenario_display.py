@@ -108,3 +108,65 @@ def test_infer_result_is_ranked_only_against_offline_rows_of_its_batch():
     assert rows[0]["value"] == 1261
     assert published_inference_medians(make_infer_result(precision="fp32", batch_size=32)) == []
     assert published_inference_medians(make_infer_result(precision="bf16")) == []
+
+
+# -- results list / show / export ---------------------------------------------------------------------------
+
+def _stored_mixed_run():
+    from dlbench.store import open_store
+
+    doc = document([make_result(), make_infer_result(), make_generate_result()])
+    with open_store() as store:
+        store.save_run(doc)
+    return doc
+
+
+def test_results_list_has_a_scenario_column(capsys):
+    from cli_helpers import cli
+
+    doc = _stored_mixed_run()
+    code, out, _ = cli(capsys, "results", "list")
+    assert code == 0 and "scenario" in out and "generate" in out and "infer" in out
+    code, out, _ = cli(capsys, "results", "list", "--json")
+    import json
+
+    assert json.loads(out)[0]["scenarios"] == ["train", "infer", "generate"]
+    assert json.loads(out)[0]["run_id"] == doc["run_id"]
+
+
+def test_results_show_prints_each_scenario_with_its_columns(capsys):
+    from cli_helpers import cli
+
+    _stored_mixed_run()
+    code, out, _ = cli(capsys, "results", "show", "latest")
+    assert code == 0
+    for text in ("Results: train", "Results: infer", "Results: generate", "lat p99 ms", "decode tok/s",
+                 "TPOT p99 ms"):
+        assert text in out
+
+
+def test_results_export_has_primary_and_scenario_metric_columns(capsys):
+    import csv
+    import io
+    import json
+
+    from cli_helpers import cli
+    from dlbench.store.rows import EXPORT_COLUMNS, SCENARIO_METRIC_COLUMNS
+
+    doc = _stored_mixed_run()
+    code, out, _ = cli(capsys, "results", "export", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert list(rows[0]) == list(EXPORT_COLUMNS)
+    assert set(SCENARIO_METRIC_COLUMNS) <= set(rows[0])
+    train, infer, generate = rows
+    assert [r["scenario"] for r in rows] == ["train", "infer", "generate"]
+    assert generate["primary_metric"] == "decode_tokens_per_s" and generate["primary_unit"] == "tokens/s"
+    metrics = doc["results"][2]["metrics"]
+    assert float(generate["decode_tokens_per_s"]) == metrics["decode_tokens_per_s"]["value"]
+    assert float(generate["tpot_p99_s"]) == metrics["tpot_s"]["p99"]
+    assert float(generate["bandwidth_fraction"]) == 0.8
+    assert float(infer["latency_p99_s"]) == doc["results"][1]["metrics"]["latency_s"]["p99"]
+    assert train["decode_tokens_per_s"] == "" and infer["ttft_s"] == ""
+    code, out, _ = cli(capsys, "results", "export", "--format", "json")
+    assert json.loads(out)[2]["mfu"] == 0.5
