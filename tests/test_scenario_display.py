@@ -170,3 +170,36 @@ def test_results_export_has_primary_and_scenario_metric_columns(capsys):
     assert train["decode_tokens_per_s"] == "" and infer["ttft_s"] == ""
     code, out, _ = cli(capsys, "results", "export", "--format", "json")
     assert json.loads(out)[2]["mfu"] == 0.5
+
+
+# -- compare --------------------------------------------------------------------------------------------------
+
+def test_compare_pairs_infer_results_and_names_their_metric():
+    from dlbench.analysis.compare import compare_documents
+    from dlbench.report.comparison_tables import compare_table
+
+    a = document([make_result(), make_infer_result(step_time_s=0.020, seed=1)])
+    b = document([make_result(seed=3), make_infer_result(step_time_s=0.016, seed=2)])
+    report = compare_documents(a, b)
+    infer = next(row for row in report["rows"] if row["scenario"] == "infer")
+    assert infer["metric"] == "samples_per_s" and infer["unit"] == "samples/s"
+    assert abs(infer["ratio"] - 1.25) < 0.02 and infer["significant"] is True
+    assert len(report["rows"]) == 2  # the train and the infer resnet50 are not paired with each other
+    console = Console(width=160, record=True)
+    console.print(compare_table(report))
+    text = console.export_text()
+    assert "infer: offline samples/s" in text and "(infer)" in text and "(train)" in text
+
+
+def test_compare_published_names_the_inference_metric(capsys):
+    from cli_helpers import cli
+    from dlbench.store import open_store
+
+    doc = document([make_infer_result(precision="fp32", batch_size=256, step_time_s=0.1)],
+                   gpu_name="Tesla T4")
+    doc["environment"]["gpus"][0]["memory_bytes"] = 15_843_721_216
+    with open_store() as store:
+        store.save_run(doc)
+    code, out, _ = cli(capsys, "compare", "latest", "--published")
+    assert code == 0
+    assert "measured" in out and "(samples_per_s)" in out and "T4" in out
