@@ -203,3 +203,69 @@ def test_compare_published_names_the_inference_metric(capsys):
     code, out, _ = cli(capsys, "compare", "latest", "--published")
     assert code == 0
     assert "measured" in out and "(samples_per_s)" in out and "T4" in out
+
+
+# -- doctor ---------------------------------------------------------------------------------------------------
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def generate_keys(monkeypatch):
+    """The generate scenario's headline (what main has once the generate branch is merged)."""
+    from dlbench.schema import keys
+
+    monkeypatch.setitem(keys.PRIMARY_METRICS, "generate", "decode_tokens_per_s")
+    monkeypatch.setitem(keys.THROUGHPUT_METRICS, "generate", "decode_tokens_per_s")
+
+
+def _causes(entry):
+    return {f["cause"]: f for f in entry["findings"]}
+
+
+def test_doctor_explains_a_slow_decode_by_its_bandwidth_roofline(generate_keys):
+    from dlbench.analysis.diagnose import diagnose, likely_causes
+
+    doc = document([make_generate_result(bandwidth_fraction=0.35, compile="off"), make_generate_result(seed=1)])
+    report = diagnose(doc)
+    slow, fast = report["results"]
+    assert slow["compared_with"] == "roofline" and slow["verdict"] == "below" and slow["ratio"] == 0.35
+    finding = _causes(slow)["decode_below_roofline"]
+    assert "35%" in finding["message"] and "3,350 GB/s" in finding["message"] and "eager" in finding["message"]
+    assert "reduce-overhead" in finding["advice"]
+    assert fast["verdict"] == "in line" and "decode_roofline" in _causes(fast)
+    assert fast["rate_unit"] == "decode tokens/s"
+    assert "decode_below_roofline" in likely_causes(report)
+
+
+def test_doctor_names_a_low_prefill_mfu_and_prefers_a_same_gpu_published_figure(generate_keys):
+    from dlbench.analysis.diagnose import diagnose
+
+    doc = document([make_generate_result(mfu=0.1)], gpu_name="NVIDIA A100-SXM4-80GB")
+    doc["environment"]["gpus"][0]["memory_bytes"] = 85_899_345_920
+    (entry,) = diagnose(doc)["results"]
+    assert entry["compared_with"] == "published" and entry["published"]["samples_per_s"] == 93.89
+    assert abs(entry["ratio"] - entry["samples_per_s"] / 93.89) < 1e-9
+    assert _causes(entry)["prefill_mfu_low"]["severity"] == "warn"
+
+
+def test_doctor_names_a_long_batch1_latency_tail():
+    from dlbench.analysis.diagnose import diagnose
+
+    wide, narrow = diagnose(document([make_infer_result(spread=0.3), make_infer_result(spread=0.02)]))["results"]
+    assert _causes(wide)["latency_tail"]["severity"] == "warn"
+    assert _causes(narrow)["latency_spread"]["severity"] == "info"
+    assert wide["estimate"] is None  # the training estimator says nothing about inference
+
+
+def test_doctor_cli_prints_the_roofline_line(capsys, generate_keys):
+    from cli_helpers import cli
+    from dlbench.store import open_store
+
+    with open_store() as store:
+        store.save_run(document([make_generate_result(bandwidth_fraction=0.3), make_infer_result(spread=0.3)]))
+    code, out, _ = cli(capsys, "doctor", "latest")
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "(decode tokens/s)" in flat and "30% of the card's memory bandwidth" in flat
+    assert "below half of the bandwidth roofline" in flat and "a long tail" in flat
