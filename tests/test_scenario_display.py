@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from dlbench.report.run_table import results_table
+from dlbench.report.results_tables import results_tables as results_table
 from report_docs import make_result
 from scenario_docs import document, make_generate_result, make_infer_result
 
@@ -54,12 +54,13 @@ def test_a_mixed_run_prints_one_table_per_scenario():
 
 
 def test_training_only_table_is_unchanged():
-    results = [make_result(), make_result(precision="tf32")]
-    plain = Console(width=160, record=True)
     from dlbench.report import run_table
 
-    plain.print(run_table.results_table(results, title="t", width=160))
-    assert ": train" not in plain.export_text()
+    results = [make_result(), make_result(precision="tf32", status="oom")]
+    for width in (160, 80):
+        plain = Console(width=width, record=True)
+        plain.print(run_table.results_table(results, title="t", width=width, details=True))
+        assert _render(results, width, details=True).replace("dlbench run on cuda", "t") == plain.export_text()
 
 
 def test_scenario_tables_fit_80_columns_and_keep_every_number():

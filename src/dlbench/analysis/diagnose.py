@@ -19,6 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from dlbench.analysis.configuration import config_label
+from dlbench.analysis.diagnose_inference import (
+    DECODE_ROOFLINE_LOW,
+    RATE_UNITS,
+    published_inference_for,
+    scenario_findings,
+)
 from dlbench.analysis.energy import (
     efficiency,
     gpu_label,
@@ -30,12 +36,6 @@ from dlbench.analysis.energy import (
     throttle_kind_shares,
     throttle_shares,
     usable,
-)
-from dlbench.analysis.diagnose_inference import (
-    DECODE_ROOFLINE_LOW,
-    RATE_UNITS,
-    published_inference_for,
-    scenario_findings,
 )
 from dlbench.schema.metrics import scenario, throughput, value
 

@@ -86,8 +86,6 @@ def vs_published_inference(result: dict[str, Any], gpu_name: str | None, rows: l
                            memory_bytes: int | None = None) -> dict[str, Any]:
     """How an infer or generate result compares with comparable published figures (keys as
     `analysis.ranking.vs_published`, plus `metric` and `published_median`)."""
-    from dlbench.analysis.ranking import canonical_gpu
-
     name = scenario(result)
     metric = COMPARED.get(name, (None,))[0]
     out: dict[str, Any] = {"gpu": None, "ratio": None, "published_median": None, "published_count": 0,
@@ -97,7 +95,9 @@ def vs_published_inference(result: dict[str, Any], gpu_name: str | None, rows: l
     if reason:
         out["reason"] = reason
         return out
-    canonical = canonical_gpu(gpu_name, memory_bytes)
+    from dlbench import catalog
+
+    canonical = catalog.canonical_name(gpu_name, memory_bytes) if gpu_name else None
     out["gpu"] = canonical
     medians = published_inference_medians(result, rows)
     what = f"{result.get('workload')} {result.get('precision')} batch {result.get('batch_size')}"

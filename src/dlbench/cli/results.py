@@ -243,9 +243,10 @@ def register(app: typer.Typer) -> None:
         out.print(_environment_table(doc))
         for note in doc.get("notes") or []:
             out.print(f"note: {plain(str(note))}", markup=False, highlight=False)
-        from dlbench.report.run_table import result_messages, results_table
+        from dlbench.report.results_tables import results_tables
+        from dlbench.report.run_table import result_messages
 
-        out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
+        out.print(results_tables(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):
             out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
         from dlbench.report.scaling_table import has_scaling, scaling_table

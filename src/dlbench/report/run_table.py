@@ -44,13 +44,7 @@ def results_table(results: list[dict[str, Any]], title: str | None = None, width
     precision and compile mode share one wrapping column, and if that is still too wide the optional columns
     (samples/s/W, vs published, compile s) move to a second table under the first. `details` (`dlbench
     results show`) adds the p5-p95 step-time range under each median and a "compile s" column when something
-    was compiled.
-
-    Infer and generate results get their own columns (`report.scenario_table`); a run that mixes scenarios
-    prints one table per scenario, in the order they first appear, each titled with its scenario."""
-    groups = _by_scenario(results)
-    if set(groups) - {"train"}:
-        return _scenario_tables(groups, title, width, details)
+    was compiled. Infer and generate results have their own columns: `report.results_tables` chooses."""
     columns = list(COLUMNS)
     optional = [column for column in OPTIONAL_COLUMNS if any(column.wanted(r) for r in results)]
     if details:
@@ -70,31 +64,6 @@ def results_table(results: list[dict[str, Any]], title: str | None = None, width
     base = len(COLUMNS) - 2  # the merged configuration column and the fixed numeric columns
     return Group(_table(title, columns[:base], [row[:base] for row in rows], caption),
                  _table(None, columns[:1] + columns[base:], [row[:1] + row[base:] for row in rows], None))
-
-
-def _by_scenario(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    from dlbench.schema.metrics import scenario
-
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in results:
-        groups.setdefault(scenario(r), []).append(r)
-    return groups
-
-
-def _scenario_tables(groups: dict[str, list[dict[str, Any]]], title: str | None, width: int | None,
-                     details: bool):
-    from rich.console import Group
-
-    from dlbench.report.scenario_table import SCENARIO_COLUMNS, scenario_table
-
-    tables = []
-    for name, members in groups.items():
-        named = title if len(groups) == 1 else f"{title or 'results'}: {name}"
-        if name in SCENARIO_COLUMNS:
-            tables.append(scenario_table(members, name, title=named, width=width))
-        else:  # train, and a scenario this version does not know: the training columns
-            tables.append(results_table(members, title=named, width=width, details=details))
-    return tables[0] if len(tables) == 1 else Group(*tables)
 
 
 # A wrapping column needs at least this many characters: the longest word of a configuration
