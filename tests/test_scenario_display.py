@@ -272,3 +272,25 @@ def test_doctor_cli_prints_the_roofline_line(capsys, generate_keys):
     flat = " ".join(out.split())
     assert "(decode tokens/s)" in flat and "30% of the card's memory bandwidth" in flat
     assert "below half of the bandwidth roofline" in flat and "a long tail" in flat
+
+
+# -- fleet ----------------------------------------------------------------------------------------------------
+
+def test_fleet_pairs_within_a_scenario_and_finds_the_slow_decoder(generate_keys):
+    from dlbench.analysis.fleet import fleet_report
+    from dlbench.report.comparison_tables import fleet_table
+
+    docs = [document([make_infer_result(seed=i), make_generate_result(seed=i, tpot_s=0.0075 * (1.15 if i == 3
+                                                                                                 else 1.0))],
+                     hostname=f"node0{i + 1}") for i in range(6)]
+    report = fleet_report(docs)
+    groups = {g["scenario"]: g for g in report["groups"]}
+    assert set(groups) == {"infer", "generate"}  # resnet50 infer never meets llama decode
+    slow = [r["host"] for r in groups["generate"]["rows"] if r["verdict"] == "slow"]
+    assert slow == ["node04"]
+    assert all(r["verdict"] != "slow" for r in groups["infer"]["rows"])
+    assert abs(groups["generate"]["median_samples_per_s"] - 1 / 0.0075) < 3  # decode tokens/s, the primary
+    console = Console(width=160, record=True)
+    console.print(fleet_table(groups["generate"]))
+    text = console.export_text()
+    assert "(generate)" in text and "tokens/s" in text

@@ -125,6 +125,9 @@ _VERDICT_STYLE = {"slow": "bold red", "failed": "bold red", "within noise": "yel
                   "not judged": "dim"}
 
 
+_FLEET_UNITS = {"train": "samples/s", "infer": "samples/s", "generate": "tokens/s"}
+
+
 def fleet_table(group: dict[str, Any]):
     """One configuration of a fleet (a group of `analysis.fleet.fleet_report`), slowest run first.
 
@@ -139,13 +142,17 @@ def fleet_table(group: dict[str, Any]):
     median = fmt.throughput(group["median_samples_per_s"])
     nodes = group.get("nodes") or 1
     where = f"{config_label(group, words=True)}{f' over {nodes} nodes' if nodes > 1 else ''} on {group['gpu']}"
-    title = (f"{where}: median {median} samples/s over "
+    # An infer group compares offline samples/s, a generate group decode tokens/s (each scenario's throughput).
+    unit = _FLEET_UNITS.get(group.get("scenario") or "train", "samples/s")
+    if group.get("scenario") not in (None, "train"):
+        where = f"{where} ({group['scenario']})"
+    title = (f"{where}: median {median} {unit} over "
              f"{group['measured']} run{'s' if group['measured'] != 1 else ''}")
     # Text, not markup: names from documents may hold "[...]"
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("host", min_width=6, ratio=1)
     table.add_column("GPU", no_wrap=True)
-    for name in ("samples/s", "vs median", "CV", "p"):
+    for name in (unit, "vs median", "CV", "p"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("cause", min_width=16, ratio=2)
