@@ -294,3 +294,51 @@ def test_fleet_pairs_within_a_scenario_and_finds_the_slow_decoder(generate_keys)
     console.print(fleet_table(groups["generate"]))
     text = console.export_text()
     assert "(generate)" in text and "tokens/s" in text
+
+
+# -- HTML report ----------------------------------------------------------------------------------------------
+
+def _a100(results):
+    doc = document(results, gpu_name="NVIDIA A100-SXM4-80GB")
+    doc["environment"]["gpus"][0]["memory_bytes"] = 85_899_345_920
+    return doc
+
+
+def test_report_draws_latency_ranking_and_roofline_charts_for_infer_and_generate(tmp_path, generate_keys):
+    from dlbench.report.html import write_report_files
+
+    doc = _a100([make_result(), make_infer_result(), make_generate_result(),
+                 make_generate_result(compile="off", bandwidth_fraction=0.4, tpot_s=0.015)])
+    written = write_report_files([doc], tmp_path)
+    names = [c.name for c in written.charts]
+    for name in ("latency_infer", "latency_generate", "tokens_ranking_llama-3.1-8b_bf16_bs1", "roofline"):
+        assert name in names
+        assert (tmp_path / "charts" / f"{name}.svg").exists()
+    html = written.index.read_text()
+    for text in ("Latency percentiles", "Against the roofline", "Against published inference figures",
+                 "tokens/s", "LLM decode"):
+        assert text in html
+    roofline = next(c for c in written.charts if c.name == "roofline")
+    assert "40%: 1,340 of 3,350 GB/s" in roofline.alt  # achieved against the catalogue figure
+    tpot = next(c for c in written.charts if c.name == "latency_generate")
+    p99 = doc["results"][2]["metrics"]["tpot_s"]["p99"] * 1e3
+    assert f"p99 {p99:.3g}" in tpot.alt
+
+
+def test_training_report_has_none_of_the_inference_sections(tmp_path):
+    from report_docs import write_sample_report
+
+    _, index = write_sample_report(tmp_path)
+    html = index.read_text()
+    assert "Latency percentiles" not in html and "roofline" not in html.lower()
+    assert not list((tmp_path / "charts").glob("latency_*")) and not list((tmp_path / "charts").glob("tokens_*"))
+
+
+def test_a_cpu_generate_run_gets_latency_but_no_roofline_or_ranking(tmp_path, generate_keys):
+    from dlbench.report.html import write_report_files
+
+    doc = document([make_generate_result(device="cpu", flavour="tiny", bandwidth_fraction=None, mfu=None)],
+                   gpu_name=None)
+    names = [c.name for c in write_report_files([doc], tmp_path).charts]
+    assert "latency_generate" in names
+    assert "roofline" not in names and not any(n.startswith("tokens_ranking") for n in names)
