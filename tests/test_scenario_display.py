@@ -342,3 +342,18 @@ def test_a_cpu_generate_run_gets_latency_but_no_roofline_or_ranking(tmp_path, ge
     names = [c.name for c in write_report_files([doc], tmp_path).charts]
     assert "latency_generate" in names
     assert "roofline" not in names and not any(n.startswith("tokens_ranking") for n in names)
+
+
+# -- the H100 plan --------------------------------------------------------------------------------------------
+
+def test_h100_plan_has_the_inference_steps_each_under_ten_minutes():
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "h100_plan.sh"
+    listing = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    rows = {line.split()[0]: line for line in listing.splitlines()[3:] if line and line[0] != " "}
+    for step in ("infer-eager", "infer-compile-resnet50", "infer-compile-bert-base"):
+        assert "--scenario infer" in rows[step] and int(rows[step].split()[1]) < 10
+    text = script.read_text()
+    assert "infer-compile-bert-base)\n      dlbench_run \"$step\" --scenario infer -w bert-base-squad" in text

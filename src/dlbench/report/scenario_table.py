@@ -79,7 +79,7 @@ INFER_COLUMNS: tuple[Column, ...] = (
     Column("batch ms", lambda r: ms_text(value(r, "step_time_s"))),  # median offline batch
     Column("lat p50 ms", lambda r: ms_text(_stat(r, "latency_s", "p50"))),  # batch-1 requests
     Column("lat p99 ms", lambda r: ms_text(_stat(r, "latency_s", "p99"))),
-    Column("mem GB", _memory),
+    Column("mem GB", _memory, optional=True),
     Column("vs published", _vs_published, optional=True),
 )
 
@@ -92,7 +92,7 @@ GENERATE_COLUMNS: tuple[Column, ...] = (
     Column("TPOT p99 ms", lambda r: ms_text(_stat(r, "tpot_s", "p99"))),
     Column("BW %", lambda r: _percent(value(r, "bandwidth_fraction")), optional=True),
     Column("MFU", lambda r: _percent(value(r, "mfu")), optional=True),
-    Column("mem GB", _memory),
+    Column("mem GB", _memory, optional=True),
     Column("vs published", _vs_published, optional=True),
 )
 
