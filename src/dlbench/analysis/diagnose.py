@@ -389,7 +389,7 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
         else:
             entry["verdict"] = _verdict(entry["ratio"])
         entry["findings"] = telemetry_findings(r)
-        if inference and not unlike:
+        if inference:  # the latency tail and the roofline share say something on any device, tiny or not
             entry["findings"] += scenario_findings(r, gpu)
         if unlike:
             entry["findings"].insert(0, unlike)
