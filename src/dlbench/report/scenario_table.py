@@ -126,7 +126,7 @@ def scenario_table(results: list[dict[str, Any]], scenario: str, title: str | No
         status = _text(r.get("status", "?"))
         style = STATUS_STYLE.get(status, "")
         workload = _text(r.get("workload", "?"))
-        if r.get("seq_len"):
+        if r.get("seq_len") and scenario != "generate":  # generate's prompt length is in "tokens"
             workload = f"{workload} ({r['seq_len']})"
         if r.get("flavour") == "tiny":
             workload += " \\[tiny]"
