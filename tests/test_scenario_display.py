@@ -357,3 +357,14 @@ def test_h100_plan_has_the_inference_steps_each_under_ten_minutes():
         assert "--scenario infer" in rows[step] and int(rows[step].split()[1]) < 10
     text = script.read_text()
     assert "infer-compile-bert-base)\n      dlbench_run \"$step\" --scenario infer -w bert-base-squad" in text
+
+
+def test_compare_tests_generate_on_its_decode_steps(generate_keys):
+    from dlbench.analysis.compare import compare_documents
+
+    a = document([make_generate_result(tpot_s=0.0080, seed=1)])
+    b = document([make_generate_result(tpot_s=0.0075, seed=2)])
+    (row,) = compare_documents(a, b)["rows"]
+    assert row["scenario"] == "generate" and row["metric"] == "decode_tokens_per_s" and row["unit"] == "tokens/s"
+    assert abs(row["ratio"] - 0.0080 / 0.0075) < 0.02 and row["significant"] is True
+    assert row["a_steps"] == 3 * 127  # every decode step of every repeat, raw
