@@ -140,8 +140,15 @@ def run(
         "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
         "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
     scenario: str = typer.Option("train", "--scenario", help="Kind of benchmark to run. Default train: "
-                                 "forward, loss, backward and optimizer steps (samples/s). An unknown name "
-                                 "lists the scenarios."),
+                                 "forward, loss, backward and optimizer steps (samples/s); generate: LLM "
+                                 "prefill and decode with a static KV cache (tokens/s, TTFT, TPOT; "
+                                 "docs/generate.md). An unknown name lists the scenarios."),
+    prompt_len: int | None = typer.Option(None, "--prompt-len", help="--scenario generate: prompt tokens "
+                                          "(synthetic ids) prefilled before decoding. Default 512 (llama-bench "
+                                          "pp512); 64 in the CPU quick check."),
+    new_tokens: int | None = typer.Option(None, "--new-tokens", help="--scenario generate: tokens generated "
+                                          "greedily after the prompt, EOS ignored. Default 128 (tg128); 16 in the "
+                                          "CPU quick check."),
     db: str | None = db_option(),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
@@ -151,13 +158,14 @@ def run(
     """
     from dlbench.cli._common import console, table_console
     from dlbench.errors import BadInput
-    from dlbench.runner.plan import RunOptions, check_workloads, validate_options
+    from dlbench.runner.plan import RunOptions, check_scenario_workloads, check_workloads, validate_options
 
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
         batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
-        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario))
+        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario, prompt_len=prompt_len, new_tokens=new_tokens))
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    check_scenario_workloads(options, options.workloads, "tiny" if tiny else "full")
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
     if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (measurement.seeding seeds all three)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlbench.errors import BadInput
 from dlbench.scenarios.base import Scenario, UnsupportedConfig
+from dlbench.scenarios.generate import GenerateScenario
 from dlbench.scenarios.train import TrainScenario
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,6 +26,7 @@ __all__ = ["SCENARIOS", "Scenario", "UnsupportedConfig", "get", "measure", "name
 
 SCENARIOS: dict[str, Scenario] = {
     "train": TrainScenario(),
+    "generate": GenerateScenario(),
 }
 
 

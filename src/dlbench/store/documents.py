@@ -160,7 +160,7 @@ _RESULT_OPTIONAL = {
     "precision_flags": _OPT_DICT,
     "warnings": _OPT_STR_LIST,
     "flavour": _OPT_STR,
-    "unit": (_nullable(lambda v: v in ("images", "sequences")), "'images', 'sequences' or null"),
+    "unit": (_nullable(lambda v: v in ("images", "sequences", "tokens")), "'images', 'sequences', 'tokens' or null"),
 }
 STEP_TIME_KEYS = ("mean", "median", "p5", "p95")
 
