@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from dlbench import scenarios
-from dlbench.catalog.models import all_models, forward_flops_per_token, get_model, kv_cache_bytes, param_count, tiny
+from dlbench.catalog.models import (
+    all_models,
+    forward_flops_per_token,
+    get_model,
+    kv_cache_bytes,
+    param_count,
+    tiny,
+)
 from dlbench.runner.config import RunConfig
 from dlbench.scenarios.generate import GenerateConfig, decode_bytes, generate_metrics, prefill_flops
 
@@ -98,7 +105,7 @@ def recompute(result):
         "ttft_s": np.median(ttfts),
         "decode_tokens_per_s": np.mean([batch * steps / sum(d) for d in decodes]),
         "tpot_s": np.median(pooled),
-        "e2e_s": np.median([t + sum(d) for t, d in zip(ttfts, decodes)]),
+        "e2e_s": np.median([t + sum(d) for t, d in zip(ttfts, decodes, strict=True)]),
         "bandwidth_bytes_per_s": np.mean([moved / sum(d) for d in decodes]),
         "prefill_flops_per_s": np.mean([result["prefill_flops"] / t for t in ttfts]),
     }
