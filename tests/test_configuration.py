@@ -64,12 +64,14 @@ def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     from dlbench.runner.config import PRECISIONS, check_compile_mode, check_precision
 
     assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"
+    assert check_precision("FP8") == "fp8" and check_precision("int8-weight-only") == "int8-weight-only"  # infer
     with pytest.raises(BadInput) as bad_precision:
-        check_precision("fp8")
-    assert str(bad_precision.value) == "unknown precision 'fp8'; choose from: fp32, tf32, amp-fp16, amp-bf16"
+        check_precision("fp4")
+    assert str(bad_precision.value) == ("unknown precision 'fp4'; choose from: fp32, tf32, amp-fp16, amp-bf16, "
+                                        "fp16, bf16, int8-weight-only, int4-weight-only, fp8")
     assert points.check_precision is check_precision  # estimate and advise
     assert configuration.check_precision is check_precision and configuration.PRECISIONS is PRECISIONS
-    assert unsupported_reason(RunConfig("resnet50", precision="fp8")) == str(bad_precision.value)
+    assert unsupported_reason(RunConfig("resnet50", precision="fp4")) == str(bad_precision.value)
     with pytest.raises(BadInput, match="^unknown compile mode 'fast'; choose from: off, default"):
         check_compile_mode("fast")
     assert unsupported_reason(RunConfig("resnet50", compile="fast")).startswith("unknown compile mode 'fast'")

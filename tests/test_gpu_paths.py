@@ -335,7 +335,7 @@ def test_apply_precision_uses_the_one_precision_list(torch_flags):
     for precision in PRECISIONS:
         assert apply_precision(precision, "cpu").precision == precision
     with pytest.raises(BadInput) as shared:
-        check_precision("fp8")
+        check_precision("fp4")
     with pytest.raises(BadInput) as raised:
-        apply_precision("fp8", "cpu")
+        apply_precision("fp4", "cpu")
     assert str(raised.value) == str(shared.value)

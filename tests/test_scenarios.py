@@ -67,7 +67,7 @@ def test_a_scenario_refuses_a_known_precision_it_does_not_measure():
     reason = narrow.unsupported_reason(RunConfig("resnet50", precision="amp-bf16", device="cpu"))
     assert reason == "precision amp-bf16 is not measured by the narrow scenario; choose from: fp32"
     # An unknown precision keeps the one message every command gives for it.
-    assert "unknown precision" in narrow.unsupported_reason(RunConfig("resnet50", precision="fp8", device="cpu"))
+    assert "unknown precision" in narrow.unsupported_reason(RunConfig("resnet50", precision="fp4", device="cpu"))
 
 
 def test_train_metrics_follow_from_the_raw_times_alone():

@@ -24,7 +24,13 @@ CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size"
 
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+# Serving modes (measurement/inference_precision.py): weights cast to fp16/bf16 without autocast, torchao
+# weight-only int8/int4 and float8 (CUDA compute capability >= 8.9). The train scenario refuses these.
+INFERENCE_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "int8-weight-only", "int4-weight-only",
+                                         "fp8")
+# Every precision name dlbench knows; each scenario measures its own subset (`Scenario.precisions`).
+PRECISIONS: tuple[str, ...] = TRAIN_PRECISIONS + tuple(p for p in INFERENCE_PRECISIONS if p not in TRAIN_PRECISIONS)
 
 # torch.compile modes; "off" is eager execution.
 COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-overhead")

@@ -12,6 +12,8 @@ Defaults, as in the seeds (AIME, Lambda):
   x (compile off, default); 10 warm-up steps, 50 measured steps, 3 repeats; batch size per workload from the
   device memory (`Workload.default_batch_size`).
 - on a CPU (or MPS): a quick suite (`QUICK_SUITE`): small batches, fp32, eager, few steps; it says so.
+- `--scenario infer` (`scenarios.infer.plan_defaults`): resnet50 and bert-base-squad, bf16 (fp16 before compute
+  capability 8.0) x (eager, compile reduce-overhead) on a GPU; fp32, eager on a CPU.
 - `--scenario generate` (`GENERATE_DEFAULTS`): llama-3.2-1b and llama-3.1-8b, batch 1, prompt 512, 128 new
   tokens, bf16 (fp16 before compute capability 8.0) x (eager, compile reduce-overhead) on a GPU; on a CPU
   llama-3.2-1b in fp32, eager, prompt 64 and 16 new tokens (a quick check, it says so).
@@ -338,6 +340,10 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
         suite = [{"workload": name, "batch_size": None, "seq_len": None} for name in GPU_DEFAULT_WORKLOADS]
     else:
         suite = [dict(item) for item in QUICK_SUITE]
+    if options.scenario == "infer":  # serving defaults (scenarios/infer.py, docs/infer.md)
+        from dlbench.scenarios.infer import plan_defaults
+
+        precisions, compile_modes, suite = plan_defaults(options, entry, facts.hip, precisions, compile_modes, suite)
     if generate:
         if quick:
             prompt_len = prompt_len or GENERATE_DEFAULTS["cpu_prompt_len"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dlbench.errors import BadInput
 from dlbench.scenarios.base import Scenario, UnsupportedConfig
 from dlbench.scenarios.generate import GenerateScenario
+from dlbench.scenarios.infer import InferScenario
 from dlbench.scenarios.train import TrainScenario
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,6 +27,7 @@ __all__ = ["SCENARIOS", "Scenario", "UnsupportedConfig", "get", "measure", "name
 
 SCENARIOS: dict[str, Scenario] = {
     "train": TrainScenario(),
+    "infer": InferScenario(),
     "generate": GenerateScenario(),
 }
 

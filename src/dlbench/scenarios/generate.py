@@ -226,6 +226,8 @@ class GenerateScenario(Scenario):
         from dlbench.measurement.device import resolve_device
         from dlbench.measurement.inference_precision import inference_unsupported_reason
 
+        if (config.world_size or 1) > 1:
+            return "the generate scenario measures one device; --gpus applies to training only"
         refused = self.workload_reason(config.workload)
         if refused:
             return refused

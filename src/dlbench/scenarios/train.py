@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dlbench.analysis.configuration import PRECISIONS
+from dlbench.analysis.configuration import TRAIN_PRECISIONS
 from dlbench.measurement.clocks import clock_for, timed_steps
 from dlbench.measurement.compile import (
     COMPILE_STEPS,
@@ -221,7 +221,7 @@ class TrainScenario(Scenario):
     name = "train"
     description = "training steps (forward, loss, backward, optimizer) on a fixed synthetic batch: samples/s"
     config_class = TrainConfig
-    precisions = PRECISIONS
+    precisions = TRAIN_PRECISIONS
     headline = "samples_per_s"
 
     def run(self, config: RunConfig, workload: Any, *, progress: Callable[[str, int, int], None] | None = None,
