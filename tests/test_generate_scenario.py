@@ -269,3 +269,12 @@ def test_compiled_decode_step_on_the_cpu(capsys, tmp_path):
     assert result["precision_flags"]["compiled"] == "decode step" and result["compile_time_s"] > 0
     assert not any("recompiled" in w for w in result["warnings"])
     assert result["metrics"]["compile_time_s"]["value"] == result["compile_time_s"]
+
+
+def test_a_generate_configuration_reads_with_its_prompt_and_output_lengths():
+    from dlbench.analysis.configuration import config_label
+
+    config = RunConfig("llama-3.1-8b", precision="bf16", batch_size=1, seq_len=512, scenario="generate",
+                       prompt_len=512, new_tokens=128)
+    assert config.label == "llama-3.1-8b bf16 compile=off bs=1 pp=512 tg=128"
+    assert config_label(config.to_dict(), words=True) == "llama-3.1-8b bf16 eager bs 1 prompt 512 128 new tokens"
