@@ -43,7 +43,8 @@ def six_nodes(created_at="2026-11-22T04:00:00Z"):
 
 
 def readme_fleet():
-    """The README's example: six_nodes plus node07 (6% slower, its PCIe link at x8) and node08 (another driver)."""
+    """The manual's `dlbench fleet` example (docs/multi-gpu.md): six_nodes plus node07 (6% slower, its PCIe link
+    at x8) and node08 (another driver)."""
     return [*six_nodes(), node("node07", STEP_S / 0.94, seed=7, telemetry=tel(pcie_link_width_min=8)),
             node("node08", seed=8, env={"driver_version": "550.54.15"})]
 

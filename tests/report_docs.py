@@ -130,8 +130,8 @@ def sample_report_in(tmp_path_factory) -> tuple[dict[str, Any], Any]:
 
 
 def readme_compare() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The README's `dlbench compare` example: run B (CUDA 13.0) against baseline A (CUDA 12.8), ResNet-50 5%
-    faster and BERT-large unchanged within its noise. Synthetic step times, not a measurement."""
+    """The manual's `dlbench compare` example (docs/report.md): run B (CUDA 13.0) against baseline A (CUDA 12.8),
+    ResNet-50 5% faster and BERT-large unchanged within its noise. Synthetic step times, not a measurement."""
     a = make_document([make_result(step_time_s=256 / 2562, seed=1),
                        make_result("bert-large-squad", batch_size=112, seq_len=384, step_time_s=112 / 320,
                                    noise_s=0.02, seed=2)],

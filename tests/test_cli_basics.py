@@ -78,14 +78,3 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
         app_module.get_app = original
     assert exc.value.code == 2
     assert capsys.readouterr().err.strip() == "error: unknown thing 'x'"
-
-
-def test_readme_lead_ins_start_their_own_paragraph():
-    """A `**Lead-in.**` glued to the line above renders inside the previous paragraph (the fleet section's did)."""
-    import re
-    from pathlib import Path
-
-    lines = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
-    glued = [f"{i + 1}: {line[:40]}" for i, line in enumerate(lines)
-             if i and re.match(r"^\*\*[A-Z][^*]+\.\*\*", line) and lines[i - 1].strip()]
-    assert glued == []

@@ -482,10 +482,10 @@ def test_a_real_tiny_run_imported_as_three_nodes(tmp_path, isolated_home, capsys
     assert code == 0 and "node-b" in out and out.splitlines()[-1].startswith("3 nodes, none slow")
 
 
-def test_the_readme_example_is_what_the_command_prints(capsys):
+def test_the_manual_example_is_what_the_command_prints(capsys):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "multi-gpu.md").read_text(encoding="utf-8")
     store(readme_fleet())
     code, out, _ = run_cli(capsys, "fleet")
     assert code == 1

@@ -177,7 +177,8 @@ def test_group_documents_validate_and_a_malformed_gpu_entry_is_refused():
 
 
 def test_report_draws_one_line_per_gpu(monkeypatch):
-    from dlbench.report import charts, html
+    from dlbench.report import charts
+    from dlbench.report.sections import telemetry
 
     blocks, ranks = two_node_group()
     result = {"workload": "resnet50", "precision": "amp-bf16", "compile": "off", "batch_size": 8,
@@ -185,8 +186,8 @@ def test_report_draws_one_line_per_gpu(monkeypatch):
     seen = []
     monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or SimpleNamespace(
         caption=""))
-    monkeypatch.setattr(html, "_figure", lambda chart, caption=None: chart)
-    html._telemetry_group([{"results": [result]}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
+    monkeypatch.setattr(telemetry, "figure", lambda chart, caption=None: chart)
+    telemetry.telemetry_group([{"results": [result]}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
     assert [t["label"] for t in seen] == [
         "GPU 0 on nodeA", "GPU 1 on nodeA", "GPU 0 on nodeB (rank 2)", "GPU 1 on nodeB (rank 3) \u00b7 throttled (thermal)"]
     assert seen[3]["series"]["temperature_c"][2] == 88
@@ -194,7 +195,8 @@ def test_report_draws_one_line_per_gpu(monkeypatch):
 
 def test_report_names_rank_0s_gpu_on_an_older_data_parallel_result(monkeypatch):
     """An older multi-GPU result sampled rank 0's GPU only: its line says so, unlike a group's or one GPU's."""
-    from dlbench.report import charts, html
+    from dlbench.report import charts
+    from dlbench.report.sections import telemetry
     from report_docs import make_result
 
     blocks, ranks = two_node_group()
@@ -204,8 +206,8 @@ def test_report_names_rank_0s_gpu_on_an_older_data_parallel_result(monkeypatch):
     seen = []
     monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: seen.extend(traces) or SimpleNamespace(
         caption=""))
-    monkeypatch.setattr(html, "_figure", lambda chart, caption=None: chart)
-    html._telemetry_group([{"results": results}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
+    monkeypatch.setattr(telemetry, "figure", lambda chart, caption=None: chart)
+    telemetry.telemetry_group([{"results": results}], [{"short": "run 1", "prefix": False, "gpus": "H100"}], None)
     rank0 = [t["label"] for t in seen if t["label"].endswith("rank 0's GPU")]
     assert len(seen) == 1 + 1 + 4 and len(rank0) == 1 and "2 GPUs" in rank0[0]
 
@@ -232,7 +234,7 @@ def test_an_older_data_parallel_result_with_rank_0s_telemetry_gets_no_group_powe
     assert group["telemetry"]["samples_per_s_per_w"] is None and group["telemetry"]["power_mean_w"] is None
     assert group["telemetry"]["rank0_only"] is True
     # The run table's samples/s per W: one figure, for the one-GPU result only.
-    from dlbench.report.table import results_table
+    from dlbench.report.run_table import results_table
 
     table = results_table([one, two])
     per_w = next(c for c in table.columns if c.header == "samples/s/W")
@@ -270,7 +272,10 @@ def test_report_draws_a_chart_per_data_parallel_configuration(monkeypatch):
     """96 lines on one chart (12 configurations x 8 GPUs) could not be read: the one-GPU configurations share a
     chart, each data-parallel one gets its own (a line per GPU), the most throttled first, and past four the
     caption names what was left out."""
-    from dlbench.report import charts, html
+    from dlbench.report import charts
+    from dlbench.report.represent import short_config
+    from dlbench.report.sections import telemetry
+    from dlbench.report.sections.header import run_info
 
     doc, configs = _twelve_eight_gpu_configurations()
     calls = []
@@ -280,8 +285,8 @@ def test_report_draws_a_chart_per_data_parallel_configuration(monkeypatch):
         return SimpleNamespace(name=name, caption=f"caption of {name}." + (f" {note}" if note else ""))
 
     monkeypatch.setattr(charts, "telemetry_chart", chart)
-    monkeypatch.setattr(html, "_figure", lambda c, caption=None: {"name": c.name, "caption": caption or c.caption})
-    group = html._telemetry_group([doc], [html._run_info(doc, 0, 1)], None)
+    monkeypatch.setattr(telemetry, "figure", lambda c, caption=None: {"name": c.name, "caption": caption or c.caption})
+    group = telemetry.telemetry_group([doc], [run_info(doc, 0, 1)], None)
     assert [f["name"] for f in group["figures"]] == ["telemetry", "telemetry_1", "telemetry_2", "telemetry_3",
                                                      "telemetry_4"]
     singles, *per_config = calls
@@ -291,7 +296,7 @@ def test_report_draws_a_chart_per_data_parallel_configuration(monkeypatch):
         assert len(call["traces"]) == 8 and "8 GPUs" in call["subject"]
         assert call["note"].startswith("Every GPU throttled (power)")  # said once, not on each line
     # the two configurations with a thermally throttled GPU come first, and that GPU's line says so
-    hot = [html._short_config(doc["results"][i]) for i in (4, 9)]
+    hot = [short_config(doc["results"][i]) for i in (4, 9)]
     assert [any(h in call["subject"] for h in hot) for call in per_config] == [True, True, False, False]
     assert per_config[0]["traces"][3]["label"] == "GPU 3 \u00b7 throttled (thermal)"
     last = group["figures"][-1]["caption"]
@@ -316,7 +321,9 @@ def test_report_writes_the_per_configuration_telemetry_charts(tmp_path):
 
 
 def test_a_32_gpu_configuration_draws_its_16_worst_gpus(monkeypatch):
-    from dlbench.report import charts, html
+    from dlbench.report import charts
+    from dlbench.report.sections import telemetry
+    from dlbench.report.sections.header import run_info
     from fleet_docs import ddp_result_with_series
     from report_docs import environment, make_document
 
@@ -326,8 +333,8 @@ def test_a_32_gpu_configuration_draws_its_16_worst_gpus(monkeypatch):
     calls = []
     monkeypatch.setattr(charts, "telemetry_chart", lambda traces, *a, **k: calls.append((traces, k)) or
                         SimpleNamespace(name=k["name"], caption=""))
-    monkeypatch.setattr(html, "_figure", lambda c, caption=None: c)
-    html._telemetry_group([doc], [html._run_info(doc, 0, 1)], None)
+    monkeypatch.setattr(telemetry, "figure", lambda c, caption=None: c)
+    telemetry.telemetry_group([doc], [run_info(doc, 0, 1)], None)
     ((traces, kwargs),) = calls
     labels = [t["label"] for t in traces]
     assert len(labels) == 16 and labels[0] == "GPU 0"  # in rank order
@@ -339,7 +346,7 @@ def test_a_telemetry_caption_says_when_the_drawn_series_was_thinned(tmp_path):
     """A series cut on storing (`series_thinning`) is drawn from every k-th reading: the caption says so, and that
     the summaries used every reading; a chart of whole series says nothing of the kind."""
     from dlbench.report.html import write_report
-    from dlbench.report.telemetry_section import thinning_note
+    from dlbench.report.sections.telemetry import thinning_note
     from dlbench.telemetry.series import series_cap, thin_series
     from fleet_docs import ddp_result_with_series
     from report_docs import environment, make_document, make_result, telemetry_block

@@ -438,7 +438,7 @@ class RecordingClock:
 
 
 def test_each_repeat_is_bracketed_by_device_sync_then_barrier(monkeypatch):
-    """The order README "Methodology" promises: before each repeat the device is synchronised and then the ranks
+    """The order docs/methodology.md promises: before each repeat the device is synchronised and then the ranks
     meet (sync), the clock is marked around every step, and after the last step again device sync, then sync."""
     import torch
 

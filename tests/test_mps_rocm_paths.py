@@ -192,7 +192,7 @@ def test_rocm_environment_records_hip_and_miopen_not_a_cudnn_version(monkeypatch
 
 def test_rocm_versions_are_compared_and_shown_in_the_report():
     from dlbench.analysis.compare import environment_warnings
-    from dlbench.report.html import _environment_table
+    from dlbench.report.sections.environment import environment_table
 
     rocm = {"hip_version": "6.3.42131", "miopen_version": "3.3.0", "cudnn_version": None}
     newer = dict(rocm, hip_version="6.4.43482")
@@ -200,11 +200,11 @@ def test_rocm_versions_are_compared_and_shown_in_the_report():
     assert not environment_warnings({"cudnn_version": "9.1.0"}, {"cudnn_version": "9.1.0"})
 
     runs = [{"run_id": "r", "created_at": "t", "gpus": "1x MI250X", "short": "r", "tag": "r"}]
-    labels = [label for label, _ in _environment_table([{"environment": rocm}], runs)["rows"]]
+    labels = [label for label, _ in environment_table([{"environment": rocm}], runs)["rows"]]
     # with the other software versions, where cuDNN stands for an NVIDIA run (a row of dashes here: left out)
     assert labels.index("GPUs") < labels.index("ROCm (HIP)") and labels.index("ROCm (HIP)") + 1 == labels.index("MIOpen")
     assert "cuDNN" not in labels
-    nvidia = [label for label, _ in _environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
+    nvidia = [label for label, _ in environment_table([{"environment": {"cudnn_version": "9.1.0"}}], runs)["rows"]]
     assert "ROCm (HIP)" not in nvidia and "MIOpen" not in nvidia
 
 
@@ -212,24 +212,29 @@ def test_rocm_versions_are_compared_and_shown_in_the_report():
 
 
 def test_an_apple_gpu_is_ranked_among_published_gpus_and_said_to_be_uncatalogued():
-    """An MPS result ran on a GPU (the environment names it "Apple M2 Max GPU (MPS)"): it is ranked like any GPU
-    the catalogue does not know, with that reason, instead of being turned away as "not a GPU"."""
+    """An MPS result ran on a GPU (the environment names it "Apple M2 Pro GPU (MPS)"): it is ranked like any GPU
+    the catalogue does not know, with that reason, instead of being turned away as "not a GPU". (The M2 Max is in
+    the catalogue since issue 14; the M2 Pro is not.)"""
     from types import SimpleNamespace
 
     from dlbench.analysis.ranking import vs_published_in
-    from dlbench.report.table import vs_published_cell
+    from dlbench.report.run_table import vs_published_cell
 
     published = [SimpleNamespace(workload="resnet50", precision="fp32", seq_len=None, num_gpus=1, gpu=gpu,
                                  samples_per_s=rate, source="Lambda (test)", comparable=True)
                  for gpu, rate in (("H100 SXM5 80GB", 1200.0), ("RTX 3090", 400.0))]
-    document = {"environment": {"gpus": [{"name": "Apple M2 Max GPU (MPS)", "memory_bytes": None,
+    document = {"environment": {"gpus": [{"name": "Apple M2 Pro GPU (MPS)", "memory_bytes": None,
                                           "compute_capability": None, "multiprocessor_count": None}]}}
     result = {"workload": "resnet50", "precision": "fp32", "seq_len": None, "world_size": 1, "status": "ok",
               "samples_per_s": 150.0, "flavour": "full", "device": "mps"}
     vs = vs_published_in(document, result, published)
     assert vs["gpu"] is None and (vs["rank"], vs["rank_of"]) == (3, 3) and vs["ratio"] is None
-    assert vs["reason"] == "GPU 'Apple M2 Max GPU (MPS)' is not in the catalogue: ranked, but no same-GPU ratio"
+    assert vs["reason"] == "GPU 'Apple M2 Pro GPU (MPS)' is not in the catalogue: ranked, but no same-GPU ratio"
     assert vs_published_cell(vs) == "#3 of 3"
+    # A catalogued Apple chip is named by its catalogue row, and ranked the same way.
+    max_document = {"environment": {"gpus": [dict(document["environment"]["gpus"][0], name="Apple M2 Max GPU (MPS)")]}}
+    known = vs_published_in(max_document, result, published)
+    assert known["gpu"] == "M2 Max" and (known["rank"], known["rank_of"]) == (3, 3) and known["ratio"] is None
     cpu = vs_published_in({"environment": {"gpus": []}}, dict(result, device="cpu"), published)
     assert cpu["rank"] is None and "published results are for GPUs" in cpu["reason"]
 

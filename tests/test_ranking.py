@@ -147,7 +147,7 @@ def test_gpu_name_and_memory_come_from_the_result_device():
 def test_run_table_gains_a_vs_published_column():
     from rich.console import Console
 
-    from dlbench.report.table import results_table
+    from dlbench.report.run_table import results_table
 
     results = [make_result(), make_result(flavour="tiny", seed=2), make_result(precision="amp-bf16", seed=3)]
     add_vs_published(results, environment(), _fake_published())

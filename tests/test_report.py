@@ -10,7 +10,8 @@ import pytest
 
 from dlbench.analysis.speedups import speedups
 from dlbench.jsonio import write_json_atomic
-from dlbench.report.html import telemetry_series, write_report
+from dlbench.report.html import write_report
+from dlbench.report.sections.telemetry import telemetry_series
 from report_docs import (
     SAMPLE_CHARTS,
     environment,
@@ -260,6 +261,7 @@ def test_mixed_precision_prefers_a_baseline_at_the_same_batch():
 
 def test_ranking_chart_sets_apart_the_published_bar_of_this_runs_gpu(tmp_path):
     from dlbench.report import charts
+    from dlbench.report.charts.style import SAME_GPU_COLOUR
 
     rows = [{"label": "H100 SXM5 80GB", "samples_per_s": 2790.0, "is_this_run": False},
             {"label": "this run", "samples_per_s": 1500.0, "is_this_run": True},
@@ -267,8 +269,8 @@ def test_ranking_chart_sets_apart_the_published_bar_of_this_runs_gpu(tmp_path):
     plain = charts.ranking_chart(rows, "t", "images", "s", tmp_path / "a", "r").svg.read_text().lower()
     marked = charts.ranking_chart(rows, "t", "images", "s", tmp_path / "b", "r",
                                   same_gpu={"H100 SXM5 80GB"}).svg.read_text().lower()
-    assert charts.SAME_GPU_COLOUR.lower() not in plain
-    assert charts.SAME_GPU_COLOUR.lower() in marked
+    assert SAME_GPU_COLOUR.lower() not in plain
+    assert SAME_GPU_COLOUR.lower() in marked
 
 
 def test_tiny_figures_never_print_as_zero():

@@ -13,8 +13,8 @@ import re
 import pytest
 
 from dlbench.analysis.fleet import fleet_report
-from dlbench.report.fleet_section import TABLE_ROWS_MAX, fleet_section
 from dlbench.report.html import write_report
+from dlbench.report.sections.fleet import TABLE_ROWS_MAX, fleet_section
 from fleet_docs import STEP_S, ddp_node, large_fleet, node, readme_fleet, six_nodes
 from report_docs import make_result, run_cli
 
@@ -166,10 +166,10 @@ def test_cli_selects_runs_as_dlbench_fleet_does(capsys, tmp_path):
 
     docs = readme_fleet()
     _store(docs)
-    code, out, err = run_cli(capsys, "report", "--host", "node*", "-o", str(tmp_path / "all"))  # README's example
+    code, out, err = run_cli(capsys, "report", "--host", "node*", "-o", str(tmp_path / "all"))  # the manual's example
     assert code == 0, err
     summary = _fleet_html((tmp_path / "all" / "index.html").read_text(encoding="utf-8"))
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text(encoding="utf-8")
     line = "8 nodes, 2 slow: node04 (-10%, thermal throttling), node07 (-6%, PCIe x8)"
     assert line in summary and f'"{line}"' in readme.replace("\n", " ")
     code, out, err = run_cli(capsys, "report", "--host", "node0[1-6]", "-o", str(tmp_path / "six"))
@@ -223,9 +223,9 @@ def test_cli_threshold_and_alpha_judge_the_fleet_section_as_dlbench_fleet_does(c
 
 
 def test_the_header_names_hosts_in_counting_order_whatever_order_the_runs_came_in():
-    from dlbench.report.html import _facts
+    from dlbench.report.sections.header import facts
 
     runs = [{"hostname": h, "created_at": "2026-11-22T10:00:00Z", "gpus": "1x H100", "software": "torch 2.11"}
             for h in ("node10", "node3", "Node2", "node1", "node3")]
-    hosts = next(card["v"] for card in _facts(runs * 2) if card["k"] == "Hosts")
+    hosts = next(card["v"] for card in facts(runs * 2) if card["k"] == "Hosts")
     assert hosts == "4 hosts: node1, Node2, \u2026 node10"

@@ -4,7 +4,7 @@ page's tables and sections.
     PYTHONPATH=src:tests python -m pytest -q tests/test_report_visual.py
 
 Chart tests draw from documents like those a real run writes and inspect the matplotlib figure each chart saved
-(captured at `charts._save`), so they check what a reader sees, not the code that drew it.
+(captured at each chart module's `save`), so they check what a reader sees, not the code that drew it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from markupsafe import escape as html_escape
 
 from dlbench.report import charts, fmt
+from dlbench.report.charts import style
 from dlbench.report.html import write_report
 from fleet_docs import THERMAL, ddp_result_with_series, node, tel
 from report_docs import environment, make_document, make_result, telemetry_block
@@ -23,14 +24,20 @@ from report_docs import environment, make_document, make_result, telemetry_block
 @pytest.fixture
 def figures(monkeypatch):
     """name -> the matplotlib figure of every chart drawn while the test runs."""
+    import importlib
+    import pkgutil
+
     drawn = {}
-    real = charts._save
+    real = style.save
 
     def save(fig, out_dir, name, title, caption, alt=""):
         drawn[name] = fig
         return real(fig, out_dir, name, title, caption, alt)
 
-    monkeypatch.setattr(charts, "_save", save)
+    for info in pkgutil.iter_modules(charts.__path__):  # each chart module saves through its own `save` name
+        module = importlib.import_module(f"{charts.__name__}.{info.name}")
+        if getattr(module, "save", None) is real:
+            monkeypatch.setattr(module, "save", save)
     return drawn
 
 
@@ -79,18 +86,18 @@ def test_coloured_text_on_every_chart_is_readable(tmp_path, figures):
     for name, fig in figures.items():
         for text in _texts(fig):
             colour = _hex(text.get_color())
-            assert charts.contrast(colour) >= 4.5, (name, text.get_text(), colour)
+            assert style.contrast(colour) >= 4.5, (name, text.get_text(), colour)
 
 
 def test_text_colour_darkens_light_colours_and_keeps_dark_ones():
-    for colour in charts.OKABE_ITO.values():
-        shade = charts.text_colour(colour)
-        assert charts.contrast(shade) >= charts.TEXT_CONTRAST
-        if charts.contrast(colour) >= charts.TEXT_CONTRAST:
+    for colour in style.OKABE_ITO.values():
+        shade = style.text_colour(colour)
+        assert style.contrast(shade) >= style.TEXT_CONTRAST
+        if style.contrast(colour) >= style.TEXT_CONTRAST:
             assert shade == colour
-    orange = charts.text_colour(charts.OKABE_ITO["orange"])
-    assert orange != charts.OKABE_ITO["orange"]
-    r, g, b = charts._rgb(orange)
+    orange = style.text_colour(style.OKABE_ITO["orange"])
+    assert orange != style.OKABE_ITO["orange"]
+    r, g, b = style.hex_rgb(orange)
     assert r > g > b  # still an orange, not a grey
 
 
@@ -104,7 +111,7 @@ def test_lines_are_never_drawn_in_a_colour_that_vanishes_on_white(tmp_path, figu
              if ln.get_visible() and len(ln.get_xdata()) > 2]
     assert len({_hex(ln.get_color()) for ln in lines}) >= 7
     for line in lines:
-        assert charts.contrast(_hex(line.get_color())) >= 2.0, _hex(line.get_color())
+        assert style.contrast(_hex(line.get_color())) >= 2.0, _hex(line.get_color())
 
 
 def _draw(fig):
@@ -146,9 +153,9 @@ def test_a_precision_has_one_colour_on_every_chart(tmp_path, figures):
                                        step_time_s=0.1 * (1 + 0.03 * n), seed=n))
         results.append(make_result(workload, "tf32", "off", bs, seq_len=seq, step_time_s=0.2, seed=9))
     write_report([make_document(results, env=environment(gpu_count=4))], tmp_path / "out")
-    amp = charts.OKABE_ITO["orange"]
+    amp = style.OKABE_ITO["orange"]
     boxes = {_hex(patch.get_facecolor()) for ax in figures["step_times"].axes for patch in ax.patches}
-    assert amp in boxes and charts.OKABE_ITO["blue"] in boxes
+    assert amp in boxes and style.OKABE_ITO["blue"] in boxes
     measured = [ln for ax in figures["scaling"].axes for ln in ax.get_lines() if ln.get_label() == "measured"]
     assert len(measured) == 2
     assert {_hex(ln.get_color()) for ln in measured} == {amp}
@@ -393,11 +400,11 @@ def test_speed_up_bars_take_their_precisions_colour_and_a_slow_down_is_hatched(t
     fig = figures["speedups"]
     compile_ax, precision_ax = fig.axes
     colours = {_hex(p.get_facecolor()) for p in precision_ax.patches}
-    assert colours == {charts.OKABE_ITO["orange"]}  # AMP FP16 vs TF32: the AMP colour
+    assert colours == {style.OKABE_ITO["orange"]}  # AMP FP16 vs TF32: the AMP colour
     by_colour = {_hex(p.get_facecolor()): p for p in compile_ax.patches}
-    assert set(by_colour) == {charts.OKABE_ITO["blue"], charts.OKABE_ITO["orange"]}
-    assert by_colour[charts.OKABE_ITO["blue"]].get_hatch() == "///"  # TF32 compiled was slower
-    assert not by_colour[charts.OKABE_ITO["orange"]].get_hatch()
+    assert set(by_colour) == {style.OKABE_ITO["blue"], style.OKABE_ITO["orange"]}
+    assert by_colour[style.OKABE_ITO["blue"]].get_hatch() == "///"  # TF32 compiled was slower
+    assert not by_colour[style.OKABE_ITO["orange"]].get_hatch()
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == ["TF32", "AMP FP16", "slower"]
 

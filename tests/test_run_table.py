@@ -1,4 +1,4 @@
-"""The terminal table of `dlbench run` (`dlbench.report.table.results_table`) as a user reads it.
+"""The terminal table of `dlbench run` (`dlbench.report.run_table.results_table`) as a user reads it.
 
 Run with `python -m pytest tests/test_run_table.py`. Found by a second test pass.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from dlbench.report.table import results_table
+from dlbench.report.run_table import results_table
 
 
 def _result(**changes):

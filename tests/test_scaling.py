@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dlbench.analysis.scaling import (
+from dlbench.analysis.measured_scaling import (
     add_scaling_efficiency,
     mixed_gpu_warning,
     scaling_efficiency,

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from dlbench.analysis.configuration import TRAIN_PRECISIONS
-from dlbench.analysis.gpu_scaling import (  # noqa: F401 - re-exported: the estimator's public API
+from dlbench.analysis.estimated_scaling import (  # noqa: F401 - re-exported: the estimator's public API
     MAX_GPUS,
     published_scaling,
     scale,

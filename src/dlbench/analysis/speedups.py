@@ -4,7 +4,7 @@ Speed-ups pair results of one document that differ in exactly one thing: compile
 (mixed precision vs TF32, or vs FP32 where TF32 was not measured). For precision the batch size may differ too:
 `dlbench run` gives AMP twice the full-precision default batch on a GPU, and the published benchmarks likewise
 compare each precision at its own batch; a baseline at the same batch size is preferred where one was measured.
-Multi-GPU scaling is `analysis.scaling`.
+Multi-GPU scaling is `analysis.measured_scaling`.
 """
 
 from __future__ import annotations

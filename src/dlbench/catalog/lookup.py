@@ -4,7 +4,8 @@ Exercise it with `dlbench gpus show "NVIDIA H100 80GB HBM3"`. The catalogue file
 and cached; importing this module reads nothing.
 
 Matching ignores case, punctuation, word order and the vendor words torch and the datasheets add or drop
-("NVIDIA", "GeForce", "Tesla", "Quadro", "AMD", "Instinct", "Generation"), so "NVIDIA H100 80GB HBM3" and
+("NVIDIA", "GeForce", "Tesla", "Quadro", "AMD", "Instinct", "Radeon", "Generation", "Apple", and the "GPU (MPS)"
+that `telemetry.environment` appends to an Apple chip's name), so "NVIDIA H100 80GB HBM3" and
 "H100 80GB SXM5" (both aliases of "H100 SXM5 80GB") match, while "H100 PCIe" is a different GPU. Nothing is
 matched by a prefix or a guess: a string that is not a known name gives None, and `close_matches` offers the
 names it resembles.
@@ -20,8 +21,10 @@ from importlib import resources
 
 from dlbench.catalog.spec import CSV_COLUMNS, GpuSpec, spec_from_row
 
-# Words that vendors and torch add or drop in device names; they never tell two GPUs apart.
-_NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon", "generation"})
+# Words that vendors and torch add or drop in device names; they never tell two GPUs apart. "gpu" and "mps" come
+# from the name dlbench records for an Apple GPU ("Apple M2 Max GPU (MPS)", telemetry.environment).
+_NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon", "generation",
+                          "apple", "gpu", "mps"})
 
 # Precision names (dlbench.runner.config.PRECISIONS, plus fp8) → the GpuSpec field holding the peak.
 _PEAK_FIELD = {

@@ -54,7 +54,7 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
     if as_json:
         print_json(report)
         return
-    from dlbench.report.tables import compare_table
+    from dlbench.report.comparison_tables import compare_table
 
     out = console()
     if report["rows"]:
@@ -96,7 +96,7 @@ def _published(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json({"run_id": doc.get("run_id"), "rows": rows})
         return
-    from dlbench.report.tables import published_notes, published_sources, published_table
+    from dlbench.report.comparison_tables import published_notes, published_sources, published_table
 
     out = console()
     if not rows:

@@ -7,7 +7,7 @@
 
 Exit code: 0 when no node is flagged, 1 when one is (slow, or failed where its peers measured), 2 on bad input
 (an unknown run id, an unreadable file, no run matching). The analysis is `dlbench.analysis.fleet`, the table
-`dlbench.report.tables.fleet_table`; this module selects the runs and prints.
+`dlbench.report.comparison_tables.fleet_table`; this module selects the runs and prints.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def render(report: dict[str, Any]) -> None:
     """Every configuration's table, its notes, then the summary line."""
     from rich.text import Text
 
-    from dlbench.report.tables import fleet_table
+    from dlbench.report.comparison_tables import fleet_table
 
     report = plain_tree(report)  # host names and error messages must not drive the terminal
     out = table_console()

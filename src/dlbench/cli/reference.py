@@ -107,7 +107,7 @@ def _list_inference(scenario: str, gpu: str | None, workload: str | None, precis
 
 
 def _print_table(rows: list[Any]) -> None:
-    from dlbench.report.tables import reference_table
+    from dlbench.report.comparison_tables import reference_table
 
     out = console()
     if not rows:

@@ -5,7 +5,7 @@
     dlbench report /shared/dlbench/ -o fleet-report             # result JSON files, or folders of them
 
 Runs are selected as `dlbench fleet` selects them (`cli._runs.select_runs`); when they come from several hosts
-that measured the same configuration, the page opens with the fleet section (`report.fleet_section`), judged
+that measured the same configuration, the page opens with the fleet section (`report.sections.fleet`), judged
 with `--threshold` and `--alpha` as `dlbench fleet` judges.
 """
 

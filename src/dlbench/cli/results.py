@@ -242,7 +242,7 @@ def register(app: typer.Typer) -> None:
         out.print(_environment_table(doc))
         for note in doc.get("notes") or []:
             out.print(f"note: {plain(str(note))}", markup=False, highlight=False)
-        from dlbench.report.table import result_messages, results_table
+        from dlbench.report.run_table import result_messages, results_table
 
         out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):

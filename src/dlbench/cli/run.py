@@ -199,7 +199,7 @@ def run(
 
 def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float,
          finish_run) -> int:
-    from dlbench.report.table import result_messages, results_table
+    from dlbench.report.run_table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.probe import probe_in_child
     from dlbench.runner.sweep import (
@@ -228,7 +228,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     results: list[dict[str, Any]] = []
 
     def document(extra_notes: list[str]) -> dict[str, Any]:
-        from dlbench.analysis.scaling import add_scaling_efficiency
+        from dlbench.analysis.measured_scaling import add_scaling_efficiency
 
         add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
         from dlbench.analysis.ranking import add_vs_published

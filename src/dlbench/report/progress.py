@@ -67,7 +67,7 @@ class RichProgress(SweepObserver):
         if status == "ok":
             value = result.get("samples_per_s")
             unit = result.get("unit") or "samples"
-            from dlbench.report.table import throughput_text
+            from dlbench.report.run_table import throughput_text
 
             text = f"[green]ok[/green] {throughput_text(value)} {unit}/s" if value is not None else "[green]ok[/green]"
         else:  # a skipped configuration (the hardware cannot run it) is not a failure: no red

@@ -1,6 +1,6 @@
 """How the report's per-run charts stand for many runs, and how they name configurations and hardware.
 
-Shared by `html` and its section modules (`telemetry_section`): `thin` keeps a fleet's slowest, middle and fastest
+Shared by the page's section modules (`report.sections`): `thin` keeps a fleet's slowest, middle and fastest
 run of each configuration (`THINNED` is the caption's note), `chart_where` names the hardware in a chart's title and
 `short_config` a configuration under a heading that names the workload.
 """

@@ -1,5 +1,5 @@
 """The multi-GPU scaling table under `dlbench run --gpus 1,2,4` (rendering only; figures from
-`dlbench.analysis.scaling`).
+`dlbench.analysis.measured_scaling`).
 
 One row per configuration and device count: throughput, the ideal (linear) throughput, scaling efficiency and the
 number of nodes. Figures are taken as stored; only formatting happens here.
@@ -21,7 +21,7 @@ def scaling_table(results: list[dict[str, Any]], title: str = "Data-parallel sca
     from rich.table import Table
 
     from dlbench.analysis.configuration import config_key
-    from dlbench.analysis.scaling import scaling_series
+    from dlbench.analysis.measured_scaling import scaling_series
 
     # Keyed like every other display of a configuration (flavour included: a tiny and a full run differ).
     nodes = {config_key(r): r.get("nodes") for r in results}

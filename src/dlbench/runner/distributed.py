@@ -10,7 +10,7 @@ every repeat, and gathers every rank's step times, environment and GPU telemetry
 whole group.
 
 Per-device batch stays fixed; samples per step = batch_size x world_size. The slowest rank's step times count for
-throughput (see `dlbench.analysis.scaling.slowest_rank_repeats`); each rank's own step times are kept under
+throughput (see `dlbench.analysis.measured_scaling.slowest_rank_repeats`); each rank's own step times are kept under
 `ranks`.
 
 `DLBENCH_NODE_NAME` overrides the host name a rank reports (used by the tests to stand two nodes up on one
@@ -247,7 +247,7 @@ def combine_ranks(per_rank: list[dict[str, Any]], world_size: int) -> dict[str, 
     """
     from dlbench.analysis.energy import combine_ranks as combine_telemetry
     from dlbench.analysis.energy import usable
-    from dlbench.analysis.scaling import mixed_gpu_warning, slowest_rank_repeats
+    from dlbench.analysis.measured_scaling import mixed_gpu_warning, slowest_rank_repeats
     from dlbench.telemetry.sampler import unavailable
     from dlbench.telemetry.series import series_cap, thin_series
 
@@ -404,7 +404,7 @@ def global_batch_note(counts: list[int], device: str) -> str | None:
 
 def gpu_plan_notes(counts: list[int], device: str, cuda_devices: list[dict[str, Any]]) -> list[str]:
     """Notes `dlbench run --gpus` prints before the run and stores: global batch, mixed GPU models."""
-    from dlbench.analysis.scaling import mixed_gpu_warning
+    from dlbench.analysis.measured_scaling import mixed_gpu_warning
 
     notes = []
     batch = global_batch_note(counts, device)

@@ -1,7 +1,7 @@
 """`dlbench run` started by torchrun: join the group, measure in-process, rank 0 prints and stores one run.
 
 Exercised by `torchrun --nproc-per-node 2 -m dlbench run --device cpu --tiny -w resnet50` and the two-node
-example in README.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host:29500
+example in docs/multi-gpu.md (`torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint host:29500
 -m dlbench run ...`).
 
 The launcher already started one process per device, so there is no child sweep here: every rank builds the same
@@ -30,7 +30,7 @@ from dlbench.runner.distributed import DistEnv
 
 def run_joined(options, dist_env: DistEnv, err, out, json_path: Path | None, quiet: bool, finish_run) -> int:
     """Measure the plan for `options` as one rank of the launched group; returns the exit code."""
-    from dlbench.analysis.scaling import add_scaling_efficiency
+    from dlbench.analysis.measured_scaling import add_scaling_efficiency
     from dlbench.errors import BadInput
     from dlbench.runner.distributed import (
         RendezvousTimeout,
@@ -202,7 +202,7 @@ def _fail(dist_env: DistEnv, error: str, results, failed, document, finish_run, 
 
 def _print(results, plan, dist_env: DistEnv, written, err, out) -> int:
     from dlbench.cli.run import EXIT_FAILED, FAILED_STATUSES
-    from dlbench.report.table import result_messages, results_table
+    from dlbench.report.run_table import result_messages, results_table
 
     nodes = max((r.get("nodes") or 1 for r in results), default=1)
     title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"

@@ -9,7 +9,7 @@ The workload gives a plain model, its inputs and its targets; this scenario adds
 `Workload.optimizer`, one of `OPTIMIZERS`). Model and loss run as one module (`losses.WithLoss`), so that
 `torch.compile` sees the loss too (it fuses into the last layers) and a DDP wrapper needs nothing special.
 
-Order of events (docs "Methodology" says why):
+Order of events (docs/methodology.md says why):
 1. seed Python, NumPy and torch; set the precision flags; build the model on the device (random weights),
    add the loss, `wrap_model` (DDP), the optimizer, and one synthetic batch (inputs and targets) drawn from a
    fixed-seed generator and moved to the device once. Every step trains on that batch: no data loading is timed.

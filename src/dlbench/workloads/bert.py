@@ -176,7 +176,7 @@ class BertMlmWorkload(BertWorkload):
         return (torch.randint(0, self.spec(config).vocab_size, shape, generator=generator),)
 
 
-# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see README "Methodology").
+# Default batch sizes on an 80 GB GPU: they fit fp32 as well as AMP (see docs/methodology.md, "Default batch size").
 register(
     BertSquadWorkload(
         "bert-base-squad",

@@ -3,7 +3,7 @@
 `telemetry_figures(documents, runs, chart_dir)` draws one chart of the one-GPU configurations together (a line
 each) and one per data-parallel configuration (a line per GPU, at most `TELEMETRY_GPU_LINES_MAX`), at most
 `TELEMETRY_GROUP_CHARTS_MAX` of those, the most throttled then hottest first, the last caption naming the rest.
-It returns (chart, caption) pairs; `html` embeds them. Throttle kinds and GPU names are `analysis.energy`'s.
+It returns (chart, caption) pairs; `telemetry_group` makes them the page's section. Throttle kinds and GPU names are `analysis.energy`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dlbench.analysis.configuration import config_key
 from dlbench.analysis.energy import THROTTLED_SHARE, gpu_label, gpus_of, rank0_only, throttle_kind
 from dlbench.report import charts, fmt
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
+from dlbench.report.sections.figures import figure, group
 
 
 def telemetry_series(telemetry: Any) -> dict[str, list] | None:
@@ -45,6 +46,15 @@ TELEMETRY_GROUP_CHARTS_MAX = 4
 # Past this many GPUs in one configuration, its chart draws the throttled and hottest ones (a 64-GPU run's 64
 # lines would be as unreadable as one line per GPU of every configuration on one chart).
 TELEMETRY_GPU_LINES_MAX = 16
+
+
+def telemetry_group(documents, runs, chart_dir) -> dict[str, Any] | None:
+    figures = telemetry_figures(documents, runs, chart_dir)
+    if figures is None:
+        return None
+    return group("telemetry", "GPU telemetry", "Power, temperature and clock while the measured steps ran: "
+                 "falling clocks at a power or thermal limit explain lower throughput.",
+                 [figure(chart, caption) for chart, caption in figures])
 
 
 def telemetry_figures(documents, runs, chart_dir) -> list[tuple[charts.Chart, str]] | None:

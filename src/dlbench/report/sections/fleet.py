@@ -17,8 +17,8 @@ from typing import Any
 
 from dlbench.analysis.fleet import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT, MIN_RUNS, fleet_report, main_cause
 from dlbench.report import charts, fmt
+from dlbench.report.comparison_tables import cause_parts, device_text, vs_median
 from dlbench.report.represent import short_config
-from dlbench.report.tables import cause_parts, device_text, vs_median
 
 # Past this many hosts the table shows the hosts that are not ok, and the others behind a "show" toggle.
 TABLE_ROWS_MAX = 16

@@ -8,7 +8,7 @@ plus the headline chart (`charts.vs_published_chart`): how fast this hardware is
 same GPU, what did not run, what its telemetry says is wrong (`analysis.diagnose`, as `dlbench doctor` explains a
 run), which results are noisy and how far data-parallel runs scale. Every figure is the analysis's or the document's:
 the ratios are the results table's (`analysis.ranking.vs_published`), the causes `diagnose`'s, the scaling
-efficiencies `analysis.scaling`'s; this module picks and phrases them.
+efficiencies `analysis.measured_scaling`'s; this module picks and phrases them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from dlbench.analysis.diagnose import IN_LINE_TOLERANCE, diagnose
 from dlbench.analysis.energy import usable
-from dlbench.analysis.scaling import scaling_series
+from dlbench.analysis.measured_scaling import scaling_series
 from dlbench.analysis.stats import CV_WARN
 from dlbench.report import charts, fmt
 from dlbench.report.represent import chart_where, short_config
