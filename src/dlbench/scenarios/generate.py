@@ -117,10 +117,12 @@ class Generation:
         self.steps = new_tokens - 1  # the first new token comes from the prefill
         self.cache = StaticCache(config=llama_config, max_cache_len=self.prompt_len + new_tokens)
         self.key = cache_keyword(model)
-        self.prefill_positions = torch.arange(self.prompt_len, device=device)
-        # One tensor per step, made before timing: no host-to-device copy inside a step, and a compiled step
-        # sees an input of the same size, stride and offset every time (no recompilation).
-        self.positions = [torch.tensor([self.prompt_len + i], device=device) for i in range(self.steps)]
+        # Positions are given (`position_ids`, a forward argument in every transformers 5.x) rather than read back
+        # from the cache; the static cache writes at its own running length (a device tensor, reset with it), and
+        # the two agree. One tensor per step, made before timing: no host-to-device copy inside a step, and a
+        # compiled step sees an input of the same size, stride and offset every time (no recompilation).
+        self.prefill_positions = torch.arange(self.prompt_len, device=device).unsqueeze(0)
+        self.positions = [torch.tensor([[self.prompt_len + i]], device=device) for i in range(self.steps)]
         self.cuda_graphs = uses_cuda_graphs(compile_mode, torch.device(device).type)
         self.begin = step_begin_marker() if self.cuda_graphs else None
         self.decode = self._decode
@@ -130,13 +132,13 @@ class Generation:
 
     def prefill(self) -> Any:
         """The prompt through the model, the cache filled; the argmax of the last position's logits."""
-        out = self.model(input_ids=self.prompt, cache_position=self.prefill_positions, use_cache=True,
+        out = self.model(input_ids=self.prompt, position_ids=self.prefill_positions, use_cache=True,
                          logits_to_keep=1, **{self.key: self.cache})
         return out.logits[:, -1].argmax(-1, keepdim=True)
 
     def _decode(self, token: Any, position: Any) -> Any:
         """One step: the last token at `position`; the argmax of its logits (greedy)."""
-        out = self.model(input_ids=token, cache_position=position, use_cache=True, **{self.key: self.cache})
+        out = self.model(input_ids=token, position_ids=position, use_cache=True, **{self.key: self.cache})
         return out.logits[:, -1].argmax(-1, keepdim=True)
 
     def once(self, clock: Any) -> tuple[float, list[float], list[Any]]:
