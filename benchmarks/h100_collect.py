@@ -17,7 +17,7 @@ size). Columns:
   same document first, then in every document from the same GPU;
 - vs published = samples/s / the median published single-GPU figure for the same GPU, workload, sequence
   length and precision (`dlbench.reference.median_for`; blank where none is published).
-No torch is imported; the documents are validated with `dlbench.store.documents.load_document`.
+No torch is imported; the documents are validated with `dlbench.schema.load_document`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 from dlbench.analysis.speedups import compile_baseline, precision_baseline
 from dlbench.catalog import lookup, peak_flops_per_s
 from dlbench.reference import median_for
-from dlbench.store.documents import load_document
+from dlbench.schema.validate import load_document
 
 
 def _gpu(doc: dict[str, Any]) -> tuple[str | None, Any]:

@@ -27,12 +27,19 @@ def test_words_form_for_table_cells():
     assert config_label(eager, words=True) == "bert-base-squad amp-bf16 eager bs 64 seq 384"
 
 
-@pytest.mark.parametrize("missing", [{}, {"compile": None, "world_size": None, "flavour": None}])
+@pytest.mark.parametrize("missing", [{}, {"scenario": None, "compile": None, "world_size": None, "flavour": None}])
 def test_missing_fields_read_as_their_defaults(missing):
     row = {"workload": "resnet50", "precision": "fp32", "batch_size": 32, **missing}
     assert config_label(row) == "resnet50 fp32 compile=off bs=32"
     assert config_label(row, words=True) == "resnet50 fp32 eager bs 32"
-    assert config_key(row) == ("resnet50", "fp32", "off", 32, None, 1, "full")
+    # A version-1 result names no scenario: it measured training.
+    assert config_key(row) == ("train", "resnet50", "fp32", "off", 32, None, 1, "full")
+
+
+def test_results_of_two_scenarios_never_share_a_key():
+    train = {"workload": "resnet50", "precision": "fp32", "batch_size": 32}
+    assert config_key({**train, "scenario": "train"}) == config_key(train)
+    assert config_key({**train, "scenario": "infer"}) != config_key(train)
 
 
 def test_per_device_series_and_workload_left_out():

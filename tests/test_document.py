@@ -1,4 +1,4 @@
-"""The schema-v1 result document: every key with the right type; statistics consistent with the raw step times.
+"""The schema-v2 result document: every key with the right type; statistics consistent with the raw step times.
 Run: `PYTHONPATH=src python -m pytest -q tests/test_document.py`."""
 
 from __future__ import annotations
@@ -13,14 +13,8 @@ import numpy as np
 import pytest
 
 from dlbench.runner.config import RunConfig
-from dlbench.runner.document import (
-    DOCUMENT_KEYS,
-    RESULT_KEYS,
-    STEP_TIME_KEYS,
-    build_document,
-    make_result,
-)
-from dlbench.store.documents import validate_document
+from dlbench.runner.document import build_document, make_result
+from dlbench.schema import DOCUMENT_KEYS, RESULT_KEYS, STEP_TIME_KEYS, validate_document
 from dlbench.telemetry.environment import ENVIRONMENT_KEYS, GPU_KEYS, collect
 
 NUMBER = (int, float)
@@ -32,6 +26,7 @@ RESULT_TYPES = {
     "warmup_step_times_s": list, "repeats": list, "compile_time_s": OPTIONAL_NUMBER,
     "peak_memory_bytes": (int, type(None)), "flops_per_sample": OPTIONAL_NUMBER,
     "achieved_flops_per_s": OPTIONAL_NUMBER, "start_temperature_c": OPTIONAL_NUMBER,
+    "scenario": str, "metrics": dict, "primary_metric": str,
 }
 
 
@@ -82,7 +77,7 @@ def test_document_has_every_schema_key_with_the_right_type(measured):
     doc = json.loads(json.dumps(doc, allow_nan=False))  # what lands on disk
 
     assert set(DOCUMENT_KEYS) <= set(doc)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert re.fullmatch(r"[0-9a-f]{32}", doc["run_id"])
     created = datetime.fromisoformat(doc["created_at"])
     assert created.utcoffset() == timezone.utc.utcoffset(None)

@@ -140,6 +140,17 @@ def test_run_generate_tiny_on_the_cpu_stores_metrics_that_follow_from_the_raw_ti
     assert "bandwidth_fraction" not in metrics and "mfu" not in metrics
     assert any(w.startswith("bandwidth_fraction not reported: cpu") for w in result["warnings"])
     assert result["precision_flags"]["kv_cache"] == "static" and result["precision_flags"]["attention"] == "sdpa"
+    # The document is a valid version-2 result document; the store took it, and reads the headline back.
+    from dlbench.schema import validate_document
+    from dlbench.schema.metrics import primary_value, throughput
+
+    validate_document(doc)
+    assert "not stored" not in err
+    assert primary_value(result) == throughput(result) == metrics["decode_tokens_per_s"]["value"]
+    from cli_helpers import cli
+
+    code, shown, _ = cli(capsys, "results", "show", doc["run_id"], "--json")
+    assert code == 0 and json.loads(shown)["results"][0]["metrics"]["tpot_s"]["raw"] == pooled
 
 
 def test_roofline_metrics_use_the_catalogue_gpu_and_energy_per_token_counts_every_output_token():

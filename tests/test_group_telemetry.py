@@ -165,7 +165,7 @@ def test_make_result_adds_the_groups_energy_per_sample_and_leaves_one_gpu_alone(
 def test_group_documents_validate_and_a_malformed_gpu_entry_is_refused():
     import store_docs
     from dlbench.errors import DataError
-    from dlbench.store.documents import validate_document
+    from dlbench.schema import validate_document
 
     blocks, ranks = two_node_group()
     doc = store_docs.document()

@@ -127,7 +127,7 @@ def test_malformed_telemetry_is_rejected_on_import_and_by_doctor(capsys, tmp_pat
 def test_telemetry_blocks_the_sampler_writes_still_validate():
     import store_docs
     from dlbench.analysis.energy import combine_ranks
-    from dlbench.store.documents import validate_document
+    from dlbench.schema import validate_document
     from dlbench.telemetry.fake_nvml import FakeGpu, FakeNvml
     from dlbench.telemetry.nvml import DeviceMatch
     from dlbench.telemetry.sampler import NvmlSampler, create_sampler

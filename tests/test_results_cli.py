@@ -19,6 +19,7 @@ import pytest
 import store_docs
 from cli_helpers import cli
 from dlbench import paths
+from dlbench.schema import upgrade
 from dlbench.store import open_store
 from dlbench.store.rows import EXPORT_COLUMNS
 
@@ -64,7 +65,7 @@ def test_show_table_and_json_with_raw_step_times(capsys, two_runs):
     raw = repr(a["results"][0]["repeats"][0]["step_times_s"][0])
     assert raw not in out  # raw step times only in JSON
     code, out, _ = cli(capsys, "results", "show", a["run_id"], "--json")
-    assert code == 0 and json.loads(out) == a
+    assert code == 0 and json.loads(out) == upgrade(a)  # shown at the current schema version
 
 
 def test_show_prints_brackets_in_errors_literally(capsys):
@@ -126,7 +127,7 @@ def test_peak_reserved_bytes_flows_to_export_and_show_json(capsys, tmp_path):
     assert [r["peak_reserved_bytes"] for r in json.loads(out)] == [34_359_738_368, None, None]
     code, out, _ = cli(capsys, "results", "show", doc["run_id"], "--json")
     shown = json.loads(out)
-    assert shown == doc and shown["results"][0]["peak_reserved_bytes"] == 34_359_738_368
+    assert shown == upgrade(doc) and shown["results"][0]["peak_reserved_bytes"] == 34_359_738_368
     assert "peak_reserved_bytes" not in shown["results"][1]  # absent stays absent: nothing is invented
 
     bad = store_docs.document()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dlbench.runner.document import RESULT_KEYS
+from dlbench.schema import RESULT_KEYS
 from fault_workloads import processes_with_env
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -54,7 +54,7 @@ def test_tiny_run_writes_the_document(tmp_path, isolated_home):
     doc = json.loads(out.read_text())
     saved = isolated_home / "results" / f"{doc['run_id']}.json"
     assert json.loads(saved.read_text()) == doc  # also kept in the data directory
-    assert doc["schema_version"] == 1 and doc["command"][:2] == ["dlbench", "run"]
+    assert doc["schema_version"] == 2 and doc["command"][:2] == ["dlbench", "run"]
     (result,) = doc["results"]
     assert set(RESULT_KEYS) <= set(result)
     assert result["status"] == "ok" and result["samples_per_s"] > 0 and result["flavour"] == "tiny"

@@ -18,6 +18,7 @@ def test_a_json_copy_that_cannot_be_written_at_the_end_loses_nothing(tmp_path):
     from dlbench import paths
     from dlbench.cli.run import RunSaver
     from dlbench.jsonio import read_json
+    from dlbench.schema import upgrade
     from dlbench.store import open_store
 
     doc = store_docs.document()
@@ -31,7 +32,7 @@ def test_a_json_copy_that_cannot_be_written_at_the_end_loses_nothing(tmp_path):
     assert saver.json_failed and written == [paths.results_dir() / f"{doc['run_id']}.json"]
     assert len(warnings) == 1 and warnings[0].startswith(f"error: --json {blocker / 'x.json'}: cannot write")
     store = open_store()
-    assert store.get_run(doc["run_id"]) == read_json(written[0]) == doc
+    assert store.get_run(doc["run_id"]) == read_json(written[0]) == upgrade(doc)  # stored at the current version
     store.close()
 
 

@@ -23,9 +23,10 @@ import pytest
 import sqlalchemy as sa
 
 import store_docs
-from dlbench import paths
+from dlbench import paths, schema
 from dlbench.errors import BadInput, DataError
-from dlbench.store import documents, open_store, runs
+from dlbench.schema import keys as schema_keys
+from dlbench.store import open_store, runs
 from dlbench.store.rows import EXPORT_COLUMNS
 from dlbench.store.schema import results, step_times
 
@@ -47,8 +48,16 @@ def _count(store, table) -> int:
 # -- documents -------------------------------------------------------------------------------------------
 
 def test_valid_document_passes_unchanged():
+    doc = schema.upgrade(store_docs.document())  # a current-version document comes back as it is
+    assert schema.validate_document(doc) is doc
+
+
+def test_older_document_is_upgraded_on_a_copy():
     doc = store_docs.document()
-    assert documents.validate_document(doc) is doc
+    before = copy.deepcopy(doc)
+    upgraded = schema.validate_document(doc)
+    assert upgraded is not doc and doc == before
+    assert upgraded["schema_version"] == schema.SCHEMA_VERSION
 
 
 @pytest.mark.parametrize("mutate, reason", [
@@ -90,7 +99,7 @@ def test_invalid_documents_name_the_key(mutate, reason):
     doc = store_docs.document()
     mutate(doc)
     with pytest.raises(DataError) as err:
-        documents.validate_document(doc)
+        schema.validate_document(doc)
     assert reason in err.value.format_message()
 
 
@@ -100,34 +109,35 @@ def test_extras_and_unknown_keys_are_kept():
                              vs_published={"ratio": 1.02}, warnings=["CV above 5%"], future_key=[1, 2])
     doc["command"] = ["dlbench", "run"]
     doc["notes"] = ["quick suite", "interrupted"]
-    assert documents.validate_document(doc)["results"][0]["future_key"] == [1, 2]
+    assert schema.validate_document(doc)["results"][0]["future_key"] == [1, 2]
 
 
 def test_newer_schema_is_rejected_with_file_name(tmp_path):
     doc = store_docs.document()
-    doc["schema_version"] = documents.SCHEMA_VERSION + 1
+    doc["schema_version"] = schema.SCHEMA_VERSION + 1
     path = tmp_path / "future.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(DataError) as err:
-        documents.load_document(path)
+        schema.load_document(path)
     message = err.value.format_message()
     assert str(path) in message and "newer than this dlbench reads" in message
 
 
 def test_older_versions_go_through_the_upgrade_chain(monkeypatch):
-    """With a (pretend) version 2, a version-1 document is upgraded on a copy through UPGRADES[1]."""
-    def v1_to_v2(doc):
-        doc["schema_version"] = 2
+    """With a (pretend) version 3, a version-1 document is upgraded on a copy through UPGRADES[1], then [2]."""
+    def v2_to_v3(doc):
+        doc["schema_version"] = 3
         doc["notes"] = "upgraded"
         return doc
 
-    monkeypatch.setattr(documents, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(schema_keys, "SCHEMA_VERSION", 3)
     original = store_docs.document()
-    with pytest.raises(DataError, match="no upgrade to 2"):
-        documents.validate_document(original)
-    monkeypatch.setitem(documents.UPGRADES, 1, v1_to_v2)
-    upgraded = documents.validate_document(original)
-    assert upgraded["schema_version"] == 2 and upgraded["notes"] == "upgraded"
+    with pytest.raises(DataError, match="no upgrade to 3"):
+        schema.validate_document(original)
+    monkeypatch.setitem(schema.UPGRADES, 2, v2_to_v3)
+    upgraded = schema.validate_document(original)
+    assert upgraded["schema_version"] == 3 and upgraded["notes"] == "upgraded"
+    assert upgraded["results"][0]["scenario"] == "train"  # through UPGRADES[1] on the way
     assert original["schema_version"] == 1 and "notes" not in original
 
 
@@ -135,7 +145,7 @@ def test_older_versions_go_through_the_upgrade_chain(monkeypatch):
 
 def test_save_get_roundtrip_keeps_raw_step_times_exactly(store):
     doc = store_docs.document()
-    expected = copy.deepcopy(doc)
+    expected = schema.upgrade(copy.deepcopy(doc))  # stored at the current schema version
     run_id = store.save_run(doc)
     assert run_id == doc["run_id"]
     back = store.get_run(run_id)
@@ -177,7 +187,7 @@ def test_save_is_idempotent_and_a_changed_document_replaces(store):
     doc["results"] = doc["results"][:1]
     store.save_run(doc)
     assert _count(store, results) == 1
-    assert store.get_run(doc["run_id"])["results"] == doc["results"]
+    assert store.get_run(doc["run_id"])["results"] == schema.upgrade(doc)["results"]
 
 
 def test_list_filters_and_order(store):
@@ -256,7 +266,7 @@ def test_import_is_idempotent(store, tmp_path):
     again = store.import_paths([tmp_path / "in"])
     assert (again["imported"], again["skipped"]) == (0, 2)
     assert len(store.list_runs()) == 2
-    assert store.get_run(docs[1]["run_id"]) == docs[1]
+    assert store.get_run(docs[1]["run_id"]) == schema.upgrade(docs[1])
     assert (paths.results_dir() / f"{docs[0]['run_id']}.json").exists()
 
 
@@ -284,7 +294,7 @@ def test_import_conflicting_content_is_refused_and_writes_nothing(store, tmp_pat
     with pytest.raises(DataError, match="already stored with different content"):
         store.import_paths([tmp_path / "in"])
     assert [r["run_id"] for r in store.list_runs()] == [stored["run_id"]]
-    assert store.get_run(stored["run_id"]) == stored
+    assert store.get_run(stored["run_id"]) == schema.upgrade(stored)
 
 
 def test_refused_import_leaves_the_stored_runs_json_copy_alone(store, tmp_path):
@@ -294,16 +304,16 @@ def test_refused_import_leaves_the_stored_runs_json_copy_alone(store, tmp_path):
     _write_docs(tmp_path / "first", [stored])
     store.import_paths([tmp_path / "first"])
     copy_of_stored = paths.results_dir() / f"{stored['run_id']}.json"
-    assert json.loads(copy_of_stored.read_text()) == stored
+    assert json.loads(copy_of_stored.read_text()) == schema.upgrade(stored)
     changed = copy.deepcopy(stored)
     changed["results"][0]["samples_per_s"] *= 2
     fresh = store_docs.document()
     _write_docs(tmp_path / "in", [fresh, changed])
     with pytest.raises(DataError, match="already stored with different content"):
         store.import_paths([tmp_path / "in"])
-    assert json.loads(copy_of_stored.read_text()) == stored
+    assert json.loads(copy_of_stored.read_text()) == schema.upgrade(stored)
     assert sorted(p.name for p in paths.results_dir().glob("*.json")) == [copy_of_stored.name]
-    assert store.get_run(stored["run_id"]) == stored
+    assert store.get_run(stored["run_id"]) == schema.upgrade(stored)
     assert [r["run_id"] for r in store.list_runs()] == [stored["run_id"]]
 
 
@@ -352,7 +362,7 @@ def test_exception_mid_save_leaves_no_partial_run(store, monkeypatch):
     assert _count(store, results) == 0 and _count(store, step_times) == 0
     monkeypatch.setattr(runs, "insert_step_times", original)
     store.save_run(doc)
-    assert store.get_run(doc["run_id"]) == doc
+    assert store.get_run(doc["run_id"]) == schema.upgrade(doc)
 
 
 def _env() -> dict:
@@ -385,7 +395,7 @@ def test_process_killed_mid_save_leaves_store_consistent(tmp_path):
         assert store.list_runs() == [] and _count(store, results) == 0 and _count(store, step_times) == 0
         doc = store_docs.document()
         store.save_run(doc)
-        assert store.get_run("latest") == doc
+        assert store.get_run("latest") == schema.upgrade(doc)
 
 
 def test_two_processes_saving_at_once_lose_nothing(tmp_path):

@@ -23,6 +23,7 @@ from alembic.runtime.migration import MigrationContext
 
 import store_docs
 from dlbench.errors import BadInput
+from dlbench.schema import upgrade
 from dlbench.store import db, open_store
 from dlbench.store.schema import metadata
 
@@ -68,7 +69,7 @@ def test_postgres_schema_and_roundtrip(pg_store, tmp_path):
     a = store_docs.document(run_id="abc1" + "0" * 28, created_at="2026-01-01T00:00:00Z",
                             env=store_docs.environment("NVIDIA A100-SXM4-80GB"))
     b = store_docs.document(run_id="abc2" + "0" * 28, created_at="2026-02-01T00:00:00Z")
-    expected = copy.deepcopy(a)
+    expected = upgrade(copy.deepcopy(a))  # stored at the current schema version
     pg_store.save_run(a)
     pg_store.save_run(a)
     pg_store.save_run(b)
@@ -80,6 +81,9 @@ def test_postgres_schema_and_roundtrip(pg_store, tmp_path):
     assert [r["run_id"] for r in pg_store.list_runs(workload="bert-base")] == [b["run_id"], a["run_id"]]
     rows = pg_store.export_rows()
     assert len(rows) == 6 and rows[0]["samples_per_s"] == a["results"][0]["samples_per_s"]
+    assert [(r["scenario"], r["primary_metric"], r["primary_value"], r["primary_unit"]) for r in rows[:3]] == [
+        ("train", "samples_per_s", x["samples_per_s"], "samples/s" if x["status"] == "ok" else None)
+        for x in a["results"]]
     c = store_docs.document()
     (tmp_path / "c.json").write_text(json.dumps(c))
     assert pg_store.import_paths([tmp_path])["imported"] == 1
@@ -90,3 +94,25 @@ def test_postgres_schema_and_roundtrip(pg_store, tmp_path):
     steps = sum(len(r["warmup_step_times_s"]) + sum(len(x["step_times_s"]) for x in r["repeats"])
                 for doc in (b, c) for r in doc["results"])
     assert left == steps
+
+
+def test_postgres_0003_fills_the_new_columns_from_revision_0002(pg_store):
+    """Down to 0002 with a run stored, then up again: 0003 fills scenario and the headline metric on PostgreSQL
+    as on SQLite, and the step times stay."""
+    doc = store_docs.document(run_id="def1" + "0" * 28)
+    pg_store.save_run(doc)
+    with pg_store.engine.connect() as conn:
+        steps = conn.execute(sa.text("SELECT count(*) FROM step_times")).scalar_one()
+    for target in ("0002", "head"):
+        with db.transaction(pg_store.engine, write=True) as conn:
+            (command.downgrade if target == "0002" else command.upgrade)(db._alembic_config(conn), target)
+    with pg_store.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+        filled = conn.execute(sa.text(
+            "SELECT scenario, primary_metric, primary_value, primary_unit FROM results WHERE run_id = :r "
+            "ORDER BY result_index"), {"r": doc["run_id"]}).all()
+        assert conn.execute(sa.text("SELECT count(*) FROM step_times")).scalar_one() == steps
+    assert [tuple(row) for row in filled] == [
+        ("train", "samples_per_s", x["samples_per_s"], "samples/s" if x["status"] == "ok" else None)
+        for x in doc["results"]]
+    pg_store.delete_run(doc["run_id"])

@@ -1,7 +1,7 @@
 """Compare two result documents configuration by configuration: `dlbench compare A B`.
 
-For every configuration present in both documents (same workload, precision, compile mode, batch size, sequence
-length, GPU count and flavour) this gives the throughput ratio B/A, the percent change and a significance test
+For every configuration present in both documents (same scenario, workload, precision, compile mode, batch size,
+sequence length, GPU count and flavour) this gives the throughput ratio B/A, the percent change and a significance test
 on the raw measured step times of all repeats. A change is called significant when both Welch's t-test (what
 pyperf uses) and the Mann-Whitney U test (robust to the long right tail step times have) give p < alpha.
 
@@ -18,7 +18,8 @@ import math
 import statistics
 from typing import Any
 
-from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
+from dlbench.analysis.configuration import config_fields, config_key, config_label
+from dlbench.schema import metrics
 
 DEFAULT_ALPHA = 0.05
 
@@ -34,12 +35,7 @@ ENV_KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-def measured_step_times(result: dict[str, Any]) -> list[float]:
-    """All measured step times of a result, repeats concatenated (warm-up steps excluded)."""
-    times: list[float] = []
-    for repeat in result.get("repeats") or []:
-        times.extend(float(t) for t in repeat.get("step_times_s") or [])
-    return times
+measured_step_times = metrics.measured_step_times  # all measured step times of a result, repeats concatenated
 
 
 def significance(a_times: list[float], b_times: list[float], alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
@@ -77,10 +73,10 @@ def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT
 
     As pyperf's `--min-speed`, a change smaller than `min_change_pct` percent is never called significant.
     """
-    row: dict[str, Any] = {k: a.get(k) for k in CONFIG_KEYS}
+    row: dict[str, Any] = config_fields(a)
     row["label"] = config_label(a)
     row["a_status"], row["b_status"] = a.get("status"), b.get("status")
-    a_tput, b_tput = _throughput(a), _throughput(b)
+    a_tput, b_tput = metrics.throughput(a), metrics.throughput(b)
     row["a_samples_per_s"], row["b_samples_per_s"] = a_tput, b_tput
     row["a_cv"], row["b_cv"] = a.get("cv"), b.get("cv")
     a_times, b_times = measured_step_times(a), measured_step_times(b)
@@ -205,11 +201,6 @@ def _noise_warnings(rows: list[dict[str, Any]]) -> list[str]:
 def _index(results: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     # When a document holds the same configuration twice, the last one wins (it is the re-run).
     return {config_key(r): r for r in results}
-
-
-def _throughput(result: dict[str, Any]) -> float | None:
-    value = result.get("samples_per_s")
-    return float(value) if value is not None else None
 
 
 def _gpu_names(env: dict[str, Any]) -> list[str]:

@@ -18,9 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from dlbench.errors import BadInput
+from dlbench.schema.keys import DEFAULT_SCENARIO
 
-# The fields that identify one measured configuration; two results are compared only when all agree.
-CONFIG_KEYS: tuple[str, ...] = ("workload", "precision", "compile", "batch_size", "seq_len", "world_size", "flavour")
+# The fields that identify one measured configuration; two results are compared only when all agree. The scenario
+# first: a training result is never paired with an inference result of the same model and batch size.
+CONFIG_KEYS: tuple[str, ...] = ("scenario", "workload", "precision", "compile", "batch_size", "seq_len",
+                                "world_size", "flavour")
 
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
@@ -54,12 +57,21 @@ def check_compile_mode(name: str) -> str:
 
 
 # What a missing field means (older documents and rows leave them out).
-_DEFAULTS: dict[str, Any] = {"flavour": "full", "world_size": 1, "compile": "off"}
+_DEFAULTS: dict[str, Any] = {"scenario": DEFAULT_SCENARIO, "flavour": "full", "world_size": 1, "compile": "off"}
 
 
 def config_key(result: Mapping[str, Any]) -> tuple:
-    """The identity of a result's configuration (missing `flavour` means "full", `world_size` 1)."""
+    """The identity of a result's configuration (missing `scenario` means "train", as in every version-1
+    result; missing `flavour` means "full", `world_size` 1)."""
     return tuple(result.get(k) if result.get(k) is not None else _DEFAULTS.get(k) for k in CONFIG_KEYS)
+
+
+def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The identifying fields of a result as it records them, for a row of output (`dlbench compare --json`); a
+    result that names no scenario (version 1) is a training result."""
+    fields = {k: result.get(k) for k in CONFIG_KEYS}
+    fields["scenario"] = fields["scenario"] or DEFAULT_SCENARIO
+    return fields
 
 
 def config_key_without(result: Mapping[str, Any], *fields: str) -> tuple:

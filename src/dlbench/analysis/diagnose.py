@@ -30,6 +30,7 @@ from dlbench.analysis.energy import (
     throttle_shares,
     usable,
 )
+from dlbench.schema.metrics import throughput
 
 # A result within this fraction of its reference counts as "in line"; below it, causes are worth naming.
 IN_LINE_TOLERANCE = 0.10
@@ -344,13 +345,13 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
         entry: dict[str, Any] = {"label": config_label(r), "workload": r.get("workload"), "precision": r.get("precision"),
                                  "compile": r.get("compile"), "batch_size": r.get("batch_size"),
                                  "seq_len": r.get("seq_len"), "world_size": r.get("world_size") or 1,
-                                 "status": r.get("status"), "samples_per_s": r.get("samples_per_s"),
+                                 "status": r.get("status"), "samples_per_s": throughput(r),
                                  "unit": r.get("unit")}
-        if r.get("status") != "ok" or not r.get("samples_per_s"):
+        if r.get("status") != "ok" or not throughput(r):
             entry.update(verdict="not measured", findings=[], published=None, estimate=None)
             results_out.append(entry)
             continue
-        sps = float(r["samples_per_s"])
+        sps = throughput(r)
         unlike = _not_comparable(r)
         pub = _published_for(rows, gpu, r) if gpu and not unlike else None
         est = None

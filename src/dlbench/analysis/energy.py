@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlbench.schema.metrics import throughput
+
 # A configuration counts as throttled when power or temperature held its clocks down (NVML clock-event
 # reasons sw/hw power cap, hw slowdown, thermal slowdown, power brake) in at least this share of the
 # telemetry samples. dlbench's choice: a single 100 ms blip is noise, one sample in ten is not.
@@ -266,4 +268,4 @@ def result_efficiency(result: dict[str, Any]) -> dict[str, Any]:
     The measured time is the sum of the measured step times over all repeats (the window the sampler saw).
     """
     measured = sum(sum(r.get("step_times_s") or []) for r in result.get("repeats") or []) or None
-    return efficiency(result.get("telemetry"), result.get("samples_per_s"), measured, result.get("world_size"))
+    return efficiency(result.get("telemetry"), throughput(result), measured, result.get("world_size"))

@@ -34,11 +34,12 @@ from datetime import datetime
 from typing import Any
 
 from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
-from dlbench.analysis.configuration import CONFIG_KEYS, config_key, config_label
+from dlbench.analysis.configuration import config_fields, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
 from dlbench.analysis.energy import gpu_label, gpus_of, usable
 from dlbench.analysis.ranking import canonical_gpu, result_gpu
 from dlbench.errors import BadInput
+from dlbench.schema.metrics import throughput
 
 # dlbench's choice: same-model GPUs running the same software usually sit within a few percent of each other
 # (boost clock bins, airflow), so 5% stays clear of that spread while catching the losses worth fixing: seed 001
@@ -83,7 +84,7 @@ def select_documents(docs: Iterable[dict[str, Any]], since: datetime | None = No
     """The documents created at or after `since` (aware datetime), on a host matching one of the `hosts` globs
     (case-insensitive, as host names are) and on a GPU whose name contains `gpu` (case-insensitive, as
     `dlbench results list --gpu`); each run once (BadInput when two different documents share a run id)."""
-    from dlbench.store.documents import parse_created_at
+    from dlbench.timestamps import parse_created_at
 
     globs = [h.lower() for h in hosts]
     seen: dict[Any, tuple] = {}
@@ -111,7 +112,7 @@ def select_documents(docs: Iterable[dict[str, Any]], since: datetime | None = No
 def _identity(doc: dict[str, Any]) -> tuple:
     """What tells two copies of one run from two runs: when, where, and what was measured."""
     return (doc.get("created_at"), tuple(hostnames(doc)),
-            tuple(r.get("samples_per_s") for r in doc.get("results") or []))
+            tuple(throughput(r) for r in doc.get("results") or []))
 
 
 # --- the report -------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def node_device(device: Any) -> str | None:
 
 
 def _newest_per_node(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    from dlbench.store.documents import parse_created_at
+    from dlbench.timestamps import parse_created_at
 
     newest: dict[tuple, dict[str, Any]] = {}
     superseded = []
@@ -239,7 +240,7 @@ def _judge(entries: list[dict[str, Any]], gpu: str | None, threshold: float, alp
            superseded: list[str]) -> dict[str, Any]:
     first = entries[0]["result"]
     measured = [e for e in entries if _measured(e["result"])]
-    median = statistics.median(float(e["result"]["samples_per_s"]) for e in measured) if measured else None
+    median = statistics.median(throughput(e["result"]) for e in measured) if measured else None
     judged = len(measured) >= MIN_RUNS
     reason = None if judged else (
         f"only {len(measured)} run{'s' if len(measured) != 1 else ''} measured this configuration: too few to "
@@ -254,7 +255,7 @@ def _judge(entries: list[dict[str, Any]], gpu: str | None, threshold: float, alp
     _mark_fleet_wide(rows)
     _name_nodes(rows)
     rows.sort(key=_slowest_first)
-    return {**{k: first.get(k) for k in CONFIG_KEYS}, "label": config_label(first), "gpu": gpu,
+    return {**config_fields(first), "label": config_label(first), "gpu": gpu,
             "judged": judged, "reason": reason, "runs": len(entries), "measured": len(measured),
             "median_samples_per_s": median, "majority": majority, "fleet_wide_causes": _fleet_wide_causes(rows),
             "rows": rows, "superseded": superseded}
@@ -273,7 +274,7 @@ def _name_nodes(rows: list[dict[str, Any]]) -> None:
 
 
 def _measured(result: dict[str, Any]) -> bool:
-    return result.get("status") == "ok" and bool(result.get("samples_per_s"))
+    return result.get("status") == "ok" and bool(throughput(result))
 
 
 def _peers(measured: list[dict[str, Any]], median: float | None, judged: bool, threshold: float) -> dict[str, Any]:
@@ -289,7 +290,7 @@ def _peers(measured: list[dict[str, Any]], median: float | None, judged: bool, t
     pool: list[float] = []
     if judged and median is not None:
         for o in measured:
-            if float(o["result"]["samples_per_s"]) >= median * (1.0 - threshold):
+            if throughput(o["result"]) >= median * (1.0 - threshold):
                 pool += measured_step_times(o["result"])
     clocks = [(o["result"].get("telemetry") or {}).get("sm_clock_mean_mhz") for o in measured
               if usable(o["result"].get("telemetry"))]
@@ -314,7 +315,7 @@ def _row(e: dict[str, Any], peers: dict[str, Any], median: float | None, judged:
         row["verdict"] = "failed" if attempted else str(r.get("status"))
         row["flagged"] = attempted and judged
         return row
-    value = float(r["samples_per_s"])
+    value = throughput(r)
     times = measured_step_times(r)
     row.update(samples_per_s=value, ratio=value / median, vs_median_pct=(value / median - 1.0) * 100.0,
                steps=len(times))

@@ -8,7 +8,7 @@ Definitions (no torch here):
   one whose step times count for throughput (`slowest_rank_repeats`). Every rank's own step times are kept in
   the result's `ranks`.
 - `scaling_efficiency` = samples/s at N / (N x samples/s at 1), where the one-device result has the same
-  configuration (`configuration.config_key` less the device count: workload, precision, compile mode,
+  configuration (`configuration.config_key` less the device count: scenario, workload, precision, compile mode,
   per-device batch, sequence length, flavour, with its defaults for fields older results leave out) and the
   same device type. 1.0 is
   perfect linear scaling; the seeds quote 0.94-0.95 per added RTX 6000 Ada and 0.62-0.75 for RTX 4090.
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dlbench.analysis.configuration import CONFIG_KEYS, config_key_without, config_label
+from dlbench.schema.metrics import throughput
 
 # What an N-device result shares with its one-device baseline: the configuration less the device count.
 _SERIES_KEYS: tuple[str, ...] = tuple(k for k in CONFIG_KEYS if k != "world_size")
@@ -53,15 +54,15 @@ def add_scaling_efficiency(results: Sequence[dict[str, Any]]) -> list[dict[str, 
     """
     baselines: dict[tuple, float] = {}
     for r in results:
-        if int(r.get("world_size") or 1) == 1 and r.get("status") == "ok" and r.get("samples_per_s"):
-            baselines.setdefault(_match_key(r), float(r["samples_per_s"]))
+        if int(r.get("world_size") or 1) == 1 and r.get("status") == "ok" and throughput(r):
+            baselines.setdefault(_match_key(r), throughput(r))
     for r in results:
         n = int(r.get("world_size") or 1)
         if n <= 1:
             continue
         base = baselines.get(_match_key(r))
         ok = r.get("status") == "ok"
-        r["scaling_efficiency"] = scaling_efficiency(r.get("samples_per_s"), n, base) if ok else None
+        r["scaling_efficiency"] = scaling_efficiency(throughput(r), n, base) if ok else None
         warning = superlinear_warning(r["scaling_efficiency"])
         if warning and warning not in (r.get("warnings") or []):
             r["warnings"] = [*(r.get("warnings") or []), warning]
@@ -89,21 +90,21 @@ def scaling_series(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in results:
-        if r.get("status") != "ok" or not r.get("samples_per_s"):
+        if r.get("status") != "ok" or not throughput(r):
             continue
         groups.setdefault(_match_key(r), []).append(r)
     series = []
     for rows in groups.values():
         rows = sorted(rows, key=lambda r: int(r.get("world_size") or 1))
-        base = next((float(r["samples_per_s"]) for r in rows if int(r.get("world_size") or 1) == 1), None)
+        base = next((throughput(r) for r in rows if int(r.get("world_size") or 1) == 1), None)
         points = []
         for r in rows:
             n = int(r.get("world_size") or 1)
             points.append({
                 "world_size": n,
-                "samples_per_s": float(r["samples_per_s"]),
+                "samples_per_s": throughput(r),
                 "ideal_samples_per_s": n * base if base is not None else None,
-                "scaling_efficiency": scaling_efficiency(r["samples_per_s"], n, base) if n > 1 else None,
+                "scaling_efficiency": scaling_efficiency(throughput(r), n, base) if n > 1 else None,
             })
         first = rows[0]
         fields = dict(zip(_SERIES_KEYS, config_key_without(first, "world_size"), strict=True))

@@ -115,8 +115,8 @@ def points_from_rows(rows: Iterable[dict]) -> list[Point]:
     """
     best: dict = {}
     for r in rows:
-        if r.get("status") != "ok" or r.get("flavour", "full") != "full":
-            continue
+        if r.get("status") != "ok" or r.get("flavour", "full") != "full" or r.get("scenario", "train") != "train":
+            continue  # the published figures and the estimates are training throughput
         if not isinstance(r.get("samples_per_s"), (int, float)) or not r["samples_per_s"] > 0:
             continue  # nothing measured, or a value no measurement gives (a database from before import checks)
         if not str(r.get("device") or "").startswith("cuda"):

@@ -15,6 +15,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from dlbench.schema.metrics import scenario, throughput
+
 # Published throughput is for the full-size models; a tiny-flavour result says nothing about them.
 _COMPARABLE_FLAVOURS = (None, "full")
 
@@ -127,7 +129,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
         out["reason"] = (f"no published results for {_describe(workload, precision, seq_len, num_gpus)}"
                          f"{_near_misses(workload, precision, seq_len, num_gpus, published)}")
         return out
-    value = float(result["samples_per_s"])
+    value = throughput(result)
     own = next((m for m in medians if canonical is not None and m["gpu"] == canonical), None)
     others = [m for m in medians if m is not own]
     out["rank"] = 1 + sum(1 for m in others if m["samples_per_s"] > value)
@@ -197,7 +199,9 @@ def not_comparable_reason(result: dict[str, Any], gpu_name: str | None) -> str |
     """Why a result cannot be set against published results at all (failed, tiny, not on a GPU), else None."""
     if result.get("status") != "ok":
         return f"status {result.get('status')}: nothing measured"
-    if result.get("samples_per_s") is None:
+    if scenario(result) != "train":
+        return f"a {scenario(result)} result: published results are for training"
+    if throughput(result) is None:
         return "no throughput measured"
     if result.get("flavour") not in _COMPARABLE_FLAVOURS:
         return f"{result.get('flavour')} flavour: published results are for the full-size models"

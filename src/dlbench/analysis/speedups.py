@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlbench.analysis.configuration import config_key_without
+from dlbench.schema.metrics import throughput
 
 _MIXED = ("amp-fp16", "amp-bf16")
 # Baselines for mixed precision, most relevant first: TF32 is what full precision means on Ampere and later.
@@ -19,7 +20,7 @@ _FULL_PRECISION = ("tf32", "fp32")
 
 
 def _ok(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in results if r.get("status") == "ok" and r.get("samples_per_s")]
+    return [r for r in results if r.get("status") == "ok" and throughput(r)]
 
 
 def speedups(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,9 +87,9 @@ def _entry(kind: str, variant: dict[str, Any], base: dict[str, Any], label: str,
         "workload": variant["workload"],
         "label": label,
         "context": context,
-        "speedup": float(variant["samples_per_s"]) / float(base["samples_per_s"]),
-        "baseline_samples_per_s": float(base["samples_per_s"]),
-        "variant_samples_per_s": float(variant["samples_per_s"]),
+        "speedup": throughput(variant) / throughput(base),
+        "baseline_samples_per_s": throughput(base),
+        "variant_samples_per_s": throughput(variant),
         "world_size": variant.get("world_size") or 1,
         "batch_size": variant.get("batch_size"),
         "baseline_batch_size": base.get("batch_size"),

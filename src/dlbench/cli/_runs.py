@@ -25,7 +25,7 @@ def load_run(ref: str, db: str | None = None) -> dict[str, Any]:
 def load_runs(refs: list[str], db: str | None = None, *, folders: bool = False) -> list[dict[str, Any]]:
     """The documents the references name, in order: JSON files and runs in the store at `db`, which is opened at
     most once and always closed. With `folders`, a folder stands for the result files (*.json) in it."""
-    from dlbench.store.documents import load_document
+    from dlbench.schema.validate import load_document
 
     store = None
     docs: list[dict[str, Any]] = []

@@ -75,17 +75,18 @@ def _two_runs(doc_a: dict[str, Any], doc_b: dict[str, Any], alpha: float, min_ch
 
 def published_rows(doc: dict[str, Any], published: list[Any] | None = None) -> list[dict[str, Any]]:
     """Each result of a document with its `vs_published` comparison (the `--published --json` rows)."""
-    from dlbench.analysis.configuration import CONFIG_KEYS, config_label
+    from dlbench.analysis.configuration import config_fields, config_label
     from dlbench.analysis.ranking import load_published_rows, result_gpu_name, vs_published_in
+    from dlbench.schema.metrics import throughput
 
     if published is None:
         published = load_published_rows()
     rows = []
     for result in doc.get("results") or []:
         gpu_name = result_gpu_name(doc, result)
-        row = {k: result.get(k) for k in CONFIG_KEYS}
+        row = config_fields(result)
         row.update(label=config_label(result), status=result.get("status"), gpu_name=gpu_name,
-                   samples_per_s=result.get("samples_per_s"),
+                   samples_per_s=throughput(result),
                    vs_published=vs_published_in(doc, result, published))
         rows.append(row)
     return rows

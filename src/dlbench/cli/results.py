@@ -53,7 +53,7 @@ def _num(value, scale: float = 1.0, digits: int = 1) -> str:
 
 def _when(iso: str) -> str:
     """A stored ISO 8601 time as "YYYY-MM-DD HH:MM" in UTC (documents may carry any zone offset)."""
-    from dlbench.store.documents import parse_created_at
+    from dlbench.timestamps import parse_created_at
 
     return parse_created_at(iso).isoformat(sep=" ", timespec="minutes")[:16]
 

@@ -20,9 +20,9 @@ import typer
 from dlbench.cli._common import db_option
 from dlbench.measurement.thermal import DEFAULT_MAX_START_TEMP_C, DEFAULT_MAX_WAIT_S
 from dlbench.runner.plan import DEFAULT_TIMEOUT_S, MAX_AUTOTUNE_TIMEOUT_S
+from dlbench.schema.keys import FAILED_STATUSES
 
 EXIT_FAILED = 1
-FAILED_STATUSES = ("oom", "error", "timeout")
 
 
 class RunSaver:
@@ -133,7 +133,7 @@ def run(
                               "inputs): a smoke test of the whole pipeline, not a benchmark."),
     seed: int = typer.Option(0, "--seed", help="Random seed for weights and synthetic inputs (0 to 2**32 - 1)."),
     json_path: Path | None = typer.Option(None, "--json", help="Also write the result document (JSON, schema "
-                                          "version 1) to this path.", metavar="PATH"),
+                                          "version 2, docs/schema.md) to this path.", metavar="PATH"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display (the table is still printed)."),
     gpus: str | None = typer.Option(
         None, "--gpus", help="Data-parallel device counts to measure each configuration at, e.g. 1,2,4, or 'all' "

@@ -1,9 +1,11 @@
-"""The result document of `dlbench run` (schema version 1): one file per run, a contract other tools parse.
+"""The result document of `dlbench run` (schema version 2, `docs/schema.md`): one file per run, a contract
+other tools parse.
 
 Exercised by `dlbench run --json out.json`. `make_result` turns one configuration's outcome (the config, the raw
-measurement from `measure()`, its status) into a result entry with statistics from `analysis.stats.summarize`;
-`build_document` wraps results and the environment block. Every key of the schema is always present; facts that
-are missing (a failed run, a CPU without NVML) are null, never guessed.
+measurement from `measure()`, its status) into a result entry with statistics from `analysis.stats.summarize`
+and its `metrics` (`dlbench.schema.metrics.training_metrics`); `build_document` wraps results and the
+environment block. Every key of the schema is always present; facts that are missing (a failed run, a CPU
+without NVML) are null, never guessed. The version, statuses and keys are `dlbench.schema`'s.
 """
 
 from __future__ import annotations
@@ -14,18 +16,8 @@ from typing import Any
 
 from dlbench import __version__
 from dlbench.runner.config import RunConfig
-
-SCHEMA_VERSION = 1
-STATUSES: tuple[str, ...] = ("ok", "oom", "error", "timeout", "skipped")
-
-DOCUMENT_KEYS: tuple[str, ...] = ("schema_version", "run_id", "created_at", "dlbench_version", "environment",
-                                  "results")
-RESULT_KEYS: tuple[str, ...] = (
-    "workload", "precision", "compile", "batch_size", "seq_len", "device", "world_size", "status", "error",
-    "samples_per_s", "samples_per_s_repeats", "cv", "step_time_s", "warmup_step_times_s", "repeats",
-    "compile_time_s", "peak_memory_bytes", "flops_per_sample", "achieved_flops_per_s", "start_temperature_c",
-)
-STEP_TIME_KEYS: tuple[str, ...] = ("mean", "median", "p5", "p95")
+from dlbench.schema.keys import DEFAULT_SCENARIO, PRIMARY_METRICS, SCHEMA_VERSION, STATUSES, STEP_TIME_KEYS
+from dlbench.schema.metrics import training_metrics
 
 
 def new_run_id() -> str:
@@ -39,7 +31,9 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
     """One entry of `results`. With status "ok", `measurement` is the dict `measure()` returned."""
     if status not in STATUSES:
         raise ValueError(f"unknown status {status!r}")
+    scenario = getattr(config, "scenario", None) or DEFAULT_SCENARIO
     result: dict[str, Any] = {
+        "scenario": scenario,
         "workload": config.workload,
         "precision": config.precision,
         "compile": config.compile,
@@ -71,8 +65,12 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
         result.update(_from_measurement(config, measurement))
     if extra:
         result.update(extra)
-    if getattr(config, "scenario", "train") != "train":
+    if scenario != DEFAULT_SCENARIO:  # the scenario's own metrics, from its raw values (`Scenario.metrics`)
         _add_scenario_metrics(result, config, measurement)
+    else:
+        # Schema 2: the metrics, read from the fields above (the same rule that upgrades a version-1 result).
+        result["primary_metric"] = PRIMARY_METRICS[scenario]
+        result["metrics"] = training_metrics(result)
     return result
 
 
@@ -144,7 +142,7 @@ def _group_efficiency(telemetry: Any, samples_per_s: float | None) -> Any:
 def build_document(results: list[dict[str, Any]], environment: dict[str, Any], run_id: str | None = None,
                    command: list[str] | None = None, notes: list[str] | None = None,
                    created_at: str | None = None) -> dict[str, Any]:
-    """The schema-v1 document. `command` is the argv that produced it; `notes` free text (quick suite,
+    """The schema-v2 document. `command` is the argv that produced it; `notes` free text (quick suite,
     interrupted run)."""
     return {
         "schema_version": SCHEMA_VERSION,

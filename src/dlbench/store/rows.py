@@ -10,7 +10,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from dlbench.store.documents import parse_created_at
+from dlbench.schema import metrics
+from dlbench.timestamps import parse_created_at
 
 RUN_EXPORT_COLUMNS = (
     "run_id",
@@ -25,6 +26,7 @@ RUN_EXPORT_COLUMNS = (
 )
 RESULT_COLUMNS = (
     "result_index",
+    "scenario",
     "workload",
     "precision",
     "compile",
@@ -36,6 +38,9 @@ RESULT_COLUMNS = (
     "error",
     "flavour",
     "unit",
+    "primary_metric",
+    "primary_value",
+    "primary_unit",
     "samples_per_s",
     "cv",
     "step_time_mean_s",
@@ -108,9 +113,11 @@ def run_row(doc: dict, imported_at: datetime) -> dict:
 
 def result_row(run_id: str, index: int, result: dict) -> dict:
     step = result.get("step_time_s") or {}
+    primary = metrics.primary(result)
     return {
         "run_id": run_id,
         "result_index": index,
+        "scenario": metrics.scenario(result),
         "workload": result["workload"],
         "precision": result["precision"],
         "compile": result["compile"],
@@ -122,6 +129,9 @@ def result_row(run_id: str, index: int, result: dict) -> dict:
         "error": result.get("error"),
         "flavour": result.get("flavour"),
         "unit": result.get("unit"),
+        "primary_metric": metrics.primary_name(result),
+        "primary_value": None if primary is None else primary["value"],
+        "primary_unit": None if primary is None else primary["unit"],
         "samples_per_s": result.get("samples_per_s"),
         "cv": result.get("cv"),
         "step_time_mean_s": step.get("mean"),

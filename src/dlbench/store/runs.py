@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from dlbench import paths
 from dlbench.errors import BadInput, DataError
 from dlbench.jsonio import write_json_atomic
+from dlbench.schema import load_document, upgrade, validate_document
 from dlbench.store import db, rows
-from dlbench.store.documents import load_document, validate_document
 from dlbench.store.schema import results, runs, step_times
 
 _HEX_RE = re.compile(r"^[0-9a-f]+$")
@@ -77,8 +77,10 @@ class Store:
 
     @staticmethod
     def _stored_document(conn: sa.Connection, run_id: str) -> Any | None:
+        """The stored document at the current schema version (a run stored by an older dlbench is kept in the
+        database as it was written and upgraded as it is read)."""
         text = conn.execute(sa.select(runs.c.document_json).where(runs.c.run_id == run_id)).scalar_one_or_none()
-        return None if text is None else json.loads(text)
+        return None if text is None else upgrade(json.loads(text))
 
     @staticmethod
     def _insert(conn: sa.Connection, doc: dict, now: datetime) -> None:
@@ -231,11 +233,9 @@ class Store:
         raise BadInput(f"run id prefix {ref!r} is ambiguous: it matches {listed}{more}")
 
     def get_run(self, ref: str) -> dict:
-        """The stored result document (with every raw step time) of a run."""
+        """The stored result document (with every raw step time) of a run, at the current schema version."""
         run_id = self.resolve(ref)
-        text = self._read(lambda conn: conn.execute(
-            sa.select(runs.c.document_json).where(runs.c.run_id == run_id)).scalar_one())
-        return json.loads(text)
+        return self._read(lambda conn: self._stored_document(conn, run_id))
 
     def list_runs(self, gpu: str | None = None, workload: str | None = None,
                   since: datetime | None = None) -> list[dict]:

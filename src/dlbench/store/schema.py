@@ -5,7 +5,9 @@ and `tests/test_migrations.py` checks that the two agree. Change a table here on
 migration.
 
 - `runs`: one row per run, with the full result document as JSON text (the source of truth for `get_run`).
-- `results`: one row per result (configuration) of a run, with the flat numeric columns for querying.
+- `results`: one row per result (configuration) of a run, with the flat numeric columns for querying: its
+  scenario and headline metric (`primary_metric`, `primary_value`, `primary_unit`) for every scenario, and the
+  training columns (`samples_per_s`, step times) that version-1 results filled.
 - `step_times`: every raw step time (warm-up and measured), one row each, so that SQL can reach them.
 
 Types and SQL are portable (SQLite and PostgreSQL): JSON is stored as text, timestamps as naive UTC.
@@ -17,7 +19,7 @@ import sqlalchemy as sa
 
 # The newest migration, i.e. the revision these tables correspond to (a test checks it against Alembic's
 # head). A database already at this revision opens without loading Alembic at all.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_name)s",
@@ -65,6 +67,11 @@ results = sa.Table(
     sa.Column("error", sa.Text()),
     sa.Column("flavour", sa.String(16)),
     sa.Column("unit", sa.String(16)),
+    # migration 0003 (schema 2): the scenario and the headline metric, whatever the scenario measures
+    sa.Column("scenario", sa.String(32)),
+    sa.Column("primary_metric", sa.String(64)),
+    sa.Column("primary_value", sa.Double()),
+    sa.Column("primary_unit", sa.String(32)),
     sa.Column("samples_per_s", sa.Double()),
     sa.Column("cv", sa.Double()),
     sa.Column("step_time_mean_s", sa.Double()),

@@ -12,6 +12,7 @@ from dlbench.report import charts, fmt
 from dlbench.report.represent import THINNED, thin
 from dlbench.report.sections.figures import figure, group
 from dlbench.report.sections.results import vs_note
+from dlbench.schema.metrics import throughput
 
 
 def ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str, Any] | None:
@@ -25,7 +26,7 @@ def ranking_group(documents, runs, vs_by_doc, published, chart_dir) -> dict[str,
             key = (r["workload"], r["precision"], r.get("seq_len"), int(r.get("world_size") or 1))
             name = f"{run['prefix'] or 'this run'}: {gpu_label} \u00b7 {fmt.compile_name(r.get('compile'))}"
             groups.setdefault(key, []).append({"label": f"\u25b6 {name}", "name": name, "unit": fmt.unit_of(r),
-                                               "samples_per_s": r["samples_per_s"], "key": (config_key(r), gpu_label),
+                                               "samples_per_s": throughput(r), "key": (config_key(r), gpu_label),
                                                "vs": vs})
     if not groups:  # nothing comparable (a CPU or --tiny run): no section; "At a glance" says why
         return None

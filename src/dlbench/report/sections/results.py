@@ -6,6 +6,7 @@ from typing import Any
 
 from dlbench.analysis.stats import CV_WARN
 from dlbench.report import fmt
+from dlbench.schema.metrics import throughput
 
 RESULT_ROWS_MAX = 16  # more results than this from more than `header.FACT_RUNS_MAX` runs: the results table is folded
 
@@ -26,7 +27,7 @@ def result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
                 "run": run["tag"], "run_id": run["short"] if run["by_host"] else "",
                 "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
                 "details": " \u00b7 ".join(details),
-                "throughput": fmt.throughput(r.get("samples_per_s")), "unit": f"{fmt.unit_of(r)}/s",
+                "throughput": fmt.throughput(throughput(r)), "unit": f"{fmt.unit_of(r)}/s",
                 "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > CV_WARN,
                 "step_ms": fmt.ms(st.get("median")),
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",

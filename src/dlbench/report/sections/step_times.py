@@ -9,6 +9,7 @@ from dlbench.analysis.stats import step_time_percentiles
 from dlbench.report import charts
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
 from dlbench.report.sections.figures import figure, group
+from dlbench.schema.metrics import throughput
 
 
 def step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
@@ -27,7 +28,7 @@ def step_time_group(documents, runs, chart_dir) -> dict[str, Any] | None:
                 p5, p95 = step_time_percentiles(times)
             by_workload.setdefault(r["workload"], []).append(
                 {"label": label, "step_times_s": times, "cv": r.get("cv"), "precision": r.get("precision"),
-                 "p5_s": p5, "p95_s": p95, "samples_per_s": r.get("samples_per_s"), "key": config_key(r)})
+                 "p5_s": p5, "p95_s": p95, "samples_per_s": throughput(r), "key": config_key(r)})
     if not by_workload:
         return None
     groups, thinned = [], False

@@ -15,6 +15,7 @@ from dlbench.analysis.energy import THROTTLED_SHARE, gpu_label, gpus_of, rank0_o
 from dlbench.report import charts, fmt
 from dlbench.report.represent import THINNED, chart_where, short_config, thin
 from dlbench.report.sections.figures import figure, group
+from dlbench.schema.metrics import throughput
 
 
 def telemetry_series(telemetry: Any) -> dict[str, list] | None:
@@ -67,7 +68,7 @@ def telemetry_figures(documents, runs, chart_dir) -> list[tuple[charts.Chart, st
             series = [(block, telemetry_series(block)) for block in gpus or [r.get("telemetry")]]
             if any(ts for _, ts in series):
                 recorded.append({"run": run, "result": r, "series": series, "group": bool(gpus),
-                                 "samples_per_s": r.get("samples_per_s") or 0.0, "key": config_key(r)})
+                                 "samples_per_s": throughput(r) or 0.0, "key": config_key(r)})
     if not recorded:
         return None
     figures = []

@@ -1,10 +1,10 @@
-"""The JSON result document: validation, version upgrades, loading (`dlbench results import run.json`).
+"""The JSON result document: validation and loading (`dlbench results import run.json`).
 
-A document is what `dlbench run --json PATH` writes (issue 2, "Output"): `schema_version`, `run_id`,
+A document is what `dlbench run --json PATH` writes (`docs/schema.md`): `schema_version`, `run_id`,
 `created_at`, `dlbench_version`, `environment` and `results`. `validate_document` checks every required key and
 its type and raises `DataError` naming the key (and the result index) that is wrong. Documents written by an
-older dlbench are upgraded step by step through `UPGRADES`; a document from a newer dlbench is refused with a
-message saying so, rather than half-understood.
+older dlbench are upgraded step by step (`dlbench.schema.upgrade`); a document from a newer dlbench is refused
+with a message saying so, rather than half-understood.
 
 Keys not listed here are kept as they are (other parts of dlbench add optional extras such as `telemetry`,
 `ranks` or `vs_published`); the extras that are known have their types checked too.
@@ -12,27 +12,21 @@ Keys not listed here are kept as they are (other parts of dlbench add optional e
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from dlbench.errors import DataError
 from dlbench.jsonio import read_json
+from dlbench.schema import keys
+from dlbench.schema.keys import BETTER, METRIC_LIST_KEYS, METRIC_STAT_KEYS, STATUSES, STEP_TIME_KEYS
+from dlbench.schema.upgrade import upgrade
+from dlbench.timestamps import parse_created_at
 
-SCHEMA_VERSION = 1
-
-STATUSES = ("ok", "oom", "error", "timeout", "skipped")
 RUN_ID_RE = re.compile(r"^[0-9a-f]{32}$")
-
-# UPGRADES[n] turns a version-n document into a version-(n + 1) document (it receives a deep copy and
-# returns the upgraded document). Version 1 is the first version, so there is nothing to upgrade yet; when
-# version 2 appears, add `UPGRADES[1] = _v1_to_v2` and the loader reads both.
-UPGRADES: dict[int, Callable[[dict], dict]] = {}
 
 # Type checkers: each returns True when the value is acceptable.
 _Check = Callable[[Any], bool]
@@ -162,7 +156,21 @@ _RESULT_OPTIONAL = {
     "flavour": _OPT_STR,
     "unit": (_nullable(lambda v: v in ("images", "sequences", "tokens")), "'images', 'sequences', 'tokens' or null"),
 }
-STEP_TIME_KEYS = ("mean", "median", "p5", "p95")
+# Added by version 2 (each result's scenario and its metrics, `docs/schema.md`).
+_RESULT_REQUIRED_V2 = {
+    "scenario": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "primary_metric": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "metrics": (lambda v: isinstance(v, dict), "an object"),
+}
+_METRIC_REQUIRED = {
+    "value": (_is_number, "a finite number"),
+    "unit": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "better": (lambda v: v in BETTER, "one of " + ", ".join(BETTER)),
+}
+_METRIC_OPTIONAL = {
+    **{key: (_is_number, "a finite number") for key in METRIC_STAT_KEYS},
+    **{key: (_list_of(_is_number), "a list of finite numbers") for key in METRIC_LIST_KEYS},
+}
 
 # The `telemetry` block (dlbench.telemetry.sampler, analysis.energy.combine_ranks): the keys that `doctor`, the
 # run table and the report read are type-checked (a data-parallel group's `per_gpu` entries too), so that a
@@ -236,17 +244,6 @@ def _check_keys(obj: dict, required: dict, optional: dict, where: str) -> None:
             raise DataError(f"{where}{key}: expected {expected}, got {_type_name(obj[key])}")
 
 
-def parse_created_at(value: str) -> datetime:
-    """ISO 8601 timestamp → aware UTC datetime (a timestamp without zone is taken as UTC)."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):  # Python 3.10's fromisoformat does not accept "Z"
-        text = text[:-1] + "+00:00"
-    dt = datetime.fromisoformat(text)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
-
-
 def _validate_result(result: Any, i: int) -> None:
     where = f"results[{i}]."
     if not isinstance(result, dict):
@@ -275,11 +272,35 @@ def _validate_result(result: Any, i: int) -> None:
             raise DataError(f"{where}repeats[{r}].step_times_s: missing (required key)")
         if not _list_of(lambda v: _is_number(v) and v >= 0)(rep["step_times_s"]):
             raise DataError(f"{where}repeats[{r}].step_times_s: expected a list of finite numbers >= 0")
-    if result["status"] == "ok" and result["samples_per_s"] is None:
+    # A training result that finished has its throughput (other scenarios name their headline metric instead,
+    # checked with the version-2 keys).
+    if result["status"] == "ok" and result["samples_per_s"] is None and result.get("scenario") in (
+            None, keys.DEFAULT_SCENARIO):
         raise DataError(f"{where}samples_per_s: null although status is 'ok'")
 
 
-def _validate_v1(doc: dict) -> None:
+def _validate_metrics(result: dict, i: int) -> None:
+    """The version-2 keys of a result: its scenario, metrics and headline metric."""
+    where = f"results[{i}]."
+    _check_keys(result, _RESULT_REQUIRED_V2, {}, where)
+    for name, found in result["metrics"].items():
+        if not isinstance(found, dict):
+            raise DataError(f"{where}metrics.{name}: expected an object, got {_type_name(found)}")
+        _check_keys(found, _METRIC_REQUIRED, _METRIC_OPTIONAL, f"{where}metrics.{name}.")
+    primary = result["primary_metric"]
+    if result["status"] == "ok" and primary not in result["metrics"]:
+        raise DataError(f"{where}primary_metric: {primary!r} is not among the result's metrics although status "
+                        "is 'ok'")
+    # A version-2 result keeps the version-1 fields: where both say the same thing they must agree, so that a
+    # reader of either sees one number.
+    tput = result["metrics"].get("samples_per_s")
+    if tput is not None and result["samples_per_s"] is not None and tput["value"] != result["samples_per_s"]:
+        raise DataError(f"{where}metrics.samples_per_s.value: {result['metrics']['samples_per_s']['value']!r} "
+                        f"differs from samples_per_s {result['samples_per_s']!r}")
+
+
+def _validate_common(doc: dict) -> None:
+    """What every version requires (version 1's rules, which version 2 keeps)."""
     _check_keys(doc, _TOP_REQUIRED, _TOP_OPTIONAL, "")
     if not RUN_ID_RE.match(doc["run_id"]):
         raise DataError(f"run_id: expected 32 lowercase hex characters (a uuid4 hex), got {doc['run_id']!r}")
@@ -310,18 +331,14 @@ def validate_document(doc: Any) -> dict:
     version = doc["schema_version"]
     if not _is_int(version) or version < 1:
         raise DataError(f"schema_version: expected a positive integer, got {version!r}")
-    if version > SCHEMA_VERSION:
-        raise DataError(f"schema_version {version} is newer than this dlbench reads (up to {SCHEMA_VERSION}); "
+    current = keys.SCHEMA_VERSION
+    if version > current:
+        raise DataError(f"schema_version {version} is newer than this dlbench reads (up to {current}); "
                         "upgrade dlbench to read it")
-    if version < SCHEMA_VERSION:
-        doc = copy.deepcopy(doc)
-        while doc["schema_version"] < SCHEMA_VERSION:
-            step = UPGRADES.get(doc["schema_version"])
-            if step is None:
-                raise DataError(f"schema_version {doc['schema_version']}: no upgrade to "
-                                f"{doc['schema_version'] + 1} is known")
-            doc = step(doc)
-    _validate_v1(doc)
+    _validate_common(doc)  # before the upgrade, which reads the version-1 fields
+    doc = upgrade(doc)
+    for i, result in enumerate(doc["results"]):
+        _validate_metrics(result, i)
     return doc
 
 
