@@ -267,6 +267,21 @@ def test_generate_settings_and_plan_defaults():
     assert [(i.config.batch_size, i.config.prompt_len, i.config.new_tokens, i.config.flavour)
             for i in batches.items] == [(4, 8, 4, "tiny")]
     assert not math.isnan(plan.items[0].timeout_s)
+    several = build_plan(RunOptions(scenario="generate", device="cpu", workloads=["llama-3.1-8b"], tiny=True,
+                                    batch_sizes=[1, 4, 1], compile_modes=["off"]), DeviceFacts())
+    assert [i.config.batch_size for i in several.items] == [1, 4]  # repeatable -b, in order, once each
+
+
+@pytest.mark.parametrize("batches,message", [
+    (("-b", "1", "-b", "0"), "--batch-size must be a positive integer or 'auto', got 0"),
+    (("-b", "auto", "-b", "2"), "cannot be combined with other batch sizes"),
+])
+def test_several_batch_sizes_are_checked_each(capsys, batches, message):
+    from cli_helpers import cli
+
+    code, _, err = cli(capsys, "run", "--scenario", "generate", "-w", "llama-3.1-8b", "--tiny", "--device", "cpu",
+                       *batches)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.slow

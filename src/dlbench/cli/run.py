@@ -110,9 +110,10 @@ def run(
         "reduce-overhead. Default on a GPU: off and default; on a CPU: off."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or "
                                "mps. ROCm GPUs are cuda devices."),
-    batch_size: str | None = typer.Option(
-        None, "--batch-size", "-b", help="Batch size per device (a positive integer), or 'auto' to find the "
-        "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
+    batch_size: list[str] = typer.Option(
+        [], "--batch-size", "-b", help="Batch size per device (a positive integer; repeatable: -b 1 -b 8 measures "
+        "each), or 'auto' to find the largest that trains. Default: per workload, scaled with device memory "
+        "(generate: 1).", metavar="N|auto"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
     warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
@@ -162,7 +163,9 @@ def run(
 
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
-        batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
+        batch_size=batch_size[0] if len(batch_size) == 1 else None,
+        batch_sizes=list(batch_size) if len(batch_size) > 1 else [], seq_len=seq_len, warmup=warmup, steps=steps,
+        repeats=repeats, seed=seed,
         tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario, prompt_len=prompt_len, new_tokens=new_tokens))
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
     check_scenario_workloads(options, options.workloads, "tiny" if tiny else "full")

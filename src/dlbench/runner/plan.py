@@ -73,6 +73,7 @@ class RunOptions:
     compile_modes: list[str] = field(default_factory=list)
     device: str = "auto"
     batch_size: int | str | None = None  # int, "auto" or None (default per workload)
+    batch_sizes: list[int] = field(default_factory=list)  # `-b N` given more than once: each, in order
     seq_len: int | None = None
     warmup: int | None = None
     steps: int | None = None
@@ -165,6 +166,10 @@ def validate_options(options: RunOptions) -> RunOptions:
     options.precisions = [check_precision(name) for name in options.precisions]  # any case, as workloads
     options.compile_modes = [check_compile_mode(name) for name in options.compile_modes]
     options.batch_size = parse_batch_size(options.batch_size)
+    options.batch_sizes = list(dict.fromkeys(parse_batch_size(b) for b in options.batch_sizes))
+    if "auto" in options.batch_sizes or (options.batch_sizes and options.batch_size is not None):
+        raise BadInput("--batch-size auto (or one --batch-size) cannot be combined with other batch sizes; "
+                       "give -b N once per batch size")
     for flag, value in (("--steps", options.steps), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--timeout", options.timeout_s),
                         ("--prompt-len", options.prompt_len), ("--new-tokens", options.new_tokens)):
@@ -176,7 +181,8 @@ def validate_options(options: RunOptions) -> RunOptions:
     for flag, value in (("--steps", options.steps), ("--warmup", options.warmup), ("--repeats", options.repeats),
                         ("--seq-len", options.seq_len), ("--prompt-len", options.prompt_len),
                         ("--new-tokens", options.new_tokens),
-                        ("--batch-size", options.batch_size if isinstance(options.batch_size, int) else None)):
+                        ("--batch-size", options.batch_size if isinstance(options.batch_size, int) else None),
+                        *(("--batch-size", b) for b in options.batch_sizes)):
         if value is not None and value > MAX_COUNT:
             raise BadInput(f"{flag} must be at most {MAX_COUNT:,}, got {value}")
     _check_scenario_options(options)
@@ -282,6 +288,20 @@ def _device_entry(device: str, facts: DeviceFacts) -> dict[str, Any] | None:
 # -------------------------------------------------------------------------------------------------- plan
 
 
+def _batch_sizes(options: RunOptions, spec: dict[str, Any], workload: Any, memory: int | None, flavour: str,
+                 precision: str) -> list[int]:
+    """The batch sizes to measure one workload at: every `-b N` given (in order), else the suite's, else the
+    workload's default for the device memory (mixed precision halves activation memory: the GPU default doubles,
+    methodology table)."""
+    if options.batch_sizes:
+        return list(options.batch_sizes)
+    if isinstance(options.batch_size, int):
+        return [options.batch_size]
+    if spec["batch_size"] is not None:
+        return [spec["batch_size"]]
+    return [int(workload.default_batch_size(memory, flavour, precision=precision))]
+
+
 def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     """Expand validated options into a `Plan` (imports the workload registry and the scenarios' capabilities)."""
     from dlbench.scenarios import unsupported_reason
@@ -385,13 +405,8 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
         # The workload decides the length when none is given (its default, or the tiny flavour's).
         explicit_seq_len = options.seq_len or spec["seq_len"]
         auto_batch = options.batch_size == "auto"
-        for precision in precisions:
-            if isinstance(options.batch_size, int):
-                batch = options.batch_size
-            elif spec["batch_size"] is not None:
-                batch = spec["batch_size"]
-            else:  # mixed precision halves activation memory: the GPU default doubles (methodology table)
-                batch = int(workload.default_batch_size(memory, flavour, precision=precision))
+        for precision, batch in [(p, b) for p in precisions
+                                 for b in _batch_sizes(options, spec, workload, memory, flavour, p)]:
             for mode in compile_modes:
                 config = RunConfig(workload=workload.name, precision=precision, compile=mode, batch_size=batch,
                                    seq_len=explicit_seq_len, device=device, warmup_steps=warmup, steps=n_steps,
