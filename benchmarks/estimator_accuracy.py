@@ -2,7 +2,11 @@
 
 For each workload and precision with published single-GPU results, every calibrating GPU is left out in turn,
 the model is fitted on the others and the left-out GPU predicted from its specs alone. Printed: the median and
-the largest absolute percentage error, per feature set (the default is marked). Target: median <= 15%.
+the largest absolute percentage error, per feature set (the default is marked), for the default model (the
+log-linear fit averaged with the per-workload roofline time fit, see analysis/perf_model.py) and for the
+log-linear fit alone (`roofline=False`, the model before issue 14). A stricter check leaves out every GPU of one
+architecture at once (Volta, Ampere, Ada, Hopper, Blackwell), so each is predicted by a fit that never saw its
+generation. Targets: median <= 15% per workload (issue 6), <= 10% overall on unseen GPUs (issue 14).
 No torch, no GPU: it reads the packaged catalogue and published results.
 """
 
@@ -25,9 +29,12 @@ VARIANTS: tuple[tuple[str, ...], ...] = (
 TARGET_MEDIAN_APE = 0.15
 
 
-def accuracy(features: tuple[str, ...]) -> list[dict]:
+TARGET_UNSEEN_MEDIAN_APE = 0.10
+
+
+def accuracy(features: tuple[str, ...], roofline: bool = True) -> list[dict]:
     """One row per (workload, precision): n GPUs, median and max absolute percentage error, worst GPU."""
-    model = est.fit(est.published_points(), features)
+    model = est.fit(est.published_points(), features, roofline=roofline)
     if model is None:
         return []
     rows = []
@@ -42,6 +49,35 @@ def accuracy(features: tuple[str, ...]) -> list[dict]:
                      "max_ape": ape[worst], "worst_gpu": worst,
                      "errors": {g: round(v, 4) for g, v in sorted(ape.items())}})
     return rows
+
+
+def architecture_out(roofline: bool = True) -> dict:
+    """Every GPU of one architecture left out at once: {overall median, max, per architecture median}."""
+    from dlbench import catalog
+    from dlbench.analysis.perf_model import _fit_grouped, _group
+
+    features = tuple(est.DEFAULT_FEATURES)
+    grouped = _group(est.published_points(), features)
+    full = est.fit(est.published_points(), features, roofline=roofline, residuals=False)
+    arch = {g: catalog.lookup(g).architecture for k in full.keys for g in full.gpus[k]}
+    errors: dict[str, list[float]] = {}
+    for a in sorted(set(arch.values())):
+        held = frozenset(g for g, ga in arch.items() if ga == a)
+        sub = _fit_grouped(grouped, features, held, residuals=False, roofline=roofline)
+        if sub is None:
+            continue
+        for key in full.keys:
+            for (k, fam), gpus in grouped.items():
+                if k != key or fam != full.family[key]:
+                    continue
+                for g in held & set(gpus):
+                    if key in sub.keys:
+                        v, x, _ = gpus[g]
+                        errors.setdefault(a, []).append(abs(sub.predict_features(key, x) / v - 1.0))
+    every = [e for es in errors.values() for e in es]
+    return {"overall_median_ape": statistics.median(every), "max_ape": max(every), "points": len(every),
+            "by_architecture": {a: {"points": len(es), "median_ape": statistics.median(es)}
+                                for a, es in errors.items()}}
 
 
 def band_coverage() -> dict:
@@ -73,9 +109,14 @@ def main(argv: list[str] | None = None) -> int:
             "default": features == est.DEFAULT_FEATURES, "rows": rows,
             "overall_median_ape": statistics.median(all_ape) if all_ape else None,
         }
+    loglin = accuracy(est.DEFAULT_FEATURES, roofline=False)
+    loglin_all = [v for r in loglin for v in r["errors"].values()]
+    out["flops+bandwidth, log-linear alone"] = {"default": False, "rows": loglin,
+                                                "overall_median_ape": statistics.median(loglin_all)}
+    unseen = {"default model": architecture_out(True), "log-linear alone": architecture_out(False)}
     coverage = band_coverage()
     if args.json:
-        json.dump({"variants": out, "band_coverage": coverage}, sys.stdout, indent=2)
+        json.dump({"variants": out, "architecture_out": unseen, "band_coverage": coverage}, sys.stdout, indent=2)
         print()
         return 0
     for name, v in out.items():
@@ -88,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
             flag = "" if r["median_ape"] <= TARGET_MEDIAN_APE else "  > target"
             print(f"{r['workload']:<18} {r['precision']:<9} {r['gpus']:>4} {r['median_ape']:>10.1%} "
                   f"{r['max_ape']:>8.1%}  {r['worst_gpu']}{flag}")
+    for name, u in unseen.items():
+        archs = ", ".join(f"{a} {v['median_ape']:.1%} ({v['points']})" for a, v in u["by_architecture"].items())
+        print(f"\narchitecture left out ({name}): {u['points']} figures, median APE {u['overall_median_ape']:.1%}, "
+              f"largest {u['max_ape']:.1%}; by architecture: {archs}")
     if coverage["total"]:
         print(f"\nband coverage (default model, each GPU predicted without its own results): "
               f"{coverage['inside']}/{coverage['total']} published figures inside "

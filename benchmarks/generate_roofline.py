@@ -74,8 +74,8 @@ def build(shape_name: str, flavour: str, precision: str, device: str, batch: int
     """The generate scenario's model, prompt and `Generation` for one shape, as `dlbench run` builds them."""
     import torch
 
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.inference_precision import apply_inference_precision, compute_dtype
-    from dlbench.runner.config import RunConfig
     from dlbench.scenarios.generate import Generation, default_dtype
     from dlbench.workloads import registry
 

@@ -18,7 +18,7 @@ from dlbench.catalog.models import (
     param_count,
     tiny,
 )
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.scenarios.generate import GenerateConfig, decode_bytes, generate_metrics, prefill_flops
 
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")

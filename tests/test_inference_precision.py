@@ -53,7 +53,7 @@ def test_the_precision_lists():
 
 
 def test_train_refuses_the_inference_precisions():
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.scenarios import unsupported_reason
 
     for precision in ("fp16", "bf16", "int8-weight-only", "fp8"):
@@ -142,7 +142,7 @@ def test_torchao_quantization_on_cpu(torch_flags, precision, config):
     assert out.dtype == torch.bfloat16 and out.shape == reference.shape
     error = (out.float() - reference).abs().mean() / reference.abs().mean()
     assert error < (0.02 if precision == "int8-weight-only" else 0.15), error
-    assert flags["quantization"] == config and flags["quantized_modules"] == 2
+    assert flags["quantization"] == config and flags["quantized_modules"] == flags["linear_modules"] == 2
     assert flags["torchao_version"] and flags["compute_dtype"] == "bfloat16"
     # Bytes held: int8 data (int4 values sit unpacked in int8 on the CPU), per-channel or per-group scales and
     # zero points, bf16 biases and norm parameters.
@@ -162,3 +162,22 @@ def test_weight_bytes_counts_a_tied_weight_once():
     model = torch.nn.ModuleDict({"embed": embed, "head": head})
     model.register_buffer("mask", torch.ones(10, dtype=torch.bool))
     assert weight_bytes(model) == 100 * 16 * 4 + 10
+
+
+def test_layers_the_kernels_cannot_take_stay_unquantized():
+    from dlbench.measurement.inference_precision import _kernel_fits
+
+    int4_cuda, fp8 = _kernel_fits("int4-weight-only", "cuda"), _kernel_fits("fp8", "cuda")
+    assert int4_cuda(768, 3072) and not int4_cuda(64, 256) and not int4_cuda(768, 2)  # BERT-tiny, a QA head
+    assert fp8(768, 3072) and not fp8(768, 2) and fp8(64, 256)
+    assert _kernel_fits("int4-weight-only", "cpu")(64, 2) and not _kernel_fits("int4-weight-only", "cpu")(48, 8)
+    assert _kernel_fits("int8-weight-only", "cuda")(3, 5)
+
+
+def test_int4_on_the_cpu_leaves_a_layer_without_whole_groups(torch_flags):
+    pytest.importorskip("torchao")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Linear(32, 48), torch.nn.Linear(48, 8)).eval()
+    model, flags = apply_inference_precision(model, "int4-weight-only", "cpu")
+    assert (flags["quantized_modules"], flags["linear_modules"]) == (2, 3)  # 48 inputs: not whole groups of 32
+    with torch.inference_mode():
+        assert model(torch.randn(2, 64, dtype=torch.bfloat16)).shape == (2, 8)

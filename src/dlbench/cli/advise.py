@@ -1,6 +1,9 @@
 """`dlbench advise --workload bert-large-squad --precision amp-fp16 --model-params 3e8 --budget-usd 5000 --max-gpus 2`.
 
-GPU builds ranked by training throughput per 1,000 USD of total cost of ownership (analysis/advise.py).
+GPU builds ranked by training throughput per 1,000 USD of total cost of ownership (analysis/advise.py). With
+`--llm MODEL --task serve|qlora|lora|full-finetune`: builds that hold and serve (or fine-tune) an LLM, ranked by
+cost per million tokens or per fine-tuning hour (analysis/llm_advise.py), e.g.
+`dlbench advise --llm llama-3.1-8b --task serve --context 8192 --users 4 --min-tokens-per-s 20 --budget 2000`.
 """
 
 from __future__ import annotations
@@ -30,11 +33,26 @@ def register(app: typer.Typer) -> None:
         model_params: float | None = typer.Option(
             None, "--model-params",
             help="Model size in parameters (e.g. 1.3e9): turned into a memory need per GPU for AdamW training."),
-        budget_usd: float | None = typer.Option(None, "--budget-usd",
+        budget_usd: float | None = typer.Option(None, "--budget-usd", "--budget",
                                                 help="Maximum purchase price of the build (GPUs + host) in USD."),
         form_factor: str | None = typer.Option(None, "--form-factor", help="workstation or server."),
-        max_gpus: int = typer.Option(adv.DEFAULT_MAX_GPUS, "--max-gpus",
-                                     help="Also consider builds of 2..N identical GPUs."),
+        max_gpus: int | None = typer.Option(None, "--max-gpus",
+                                            help="Also consider builds of 2..N identical GPUs (default 2; with "
+                                                 "--llm 8, tensor parallel over 1, 2, 4 or 8)."),
+        llm: str | None = typer.Option(None, "--llm",
+                                       help="Advise for an LLM of `dlbench fit --list` (llama-3.1-8b, ...) instead "
+                                            "of a training workload."),
+        task: str = typer.Option("serve", "--task", help="With --llm: serve, qlora, lora or full-finetune."),
+        context: int = typer.Option(4096, "--context", help="With --llm: tokens per sequence (prompt + output)."),
+        users: int = typer.Option(1, "--users", help="With --llm --task serve: sequences generated at once."),
+        min_tokens_per_s: float | None = typer.Option(
+            None, "--min-tokens-per-s", help="With --llm --task serve: decode speed each user must get."),
+        gpu: list[str] | None = typer.Option(
+            None, "--gpu", help="With --llm: compare these builds only, e.g. --gpu \"RTX PRO 6000\" "
+                                "--gpu \"2x RTX 5090\" (repeatable)."),
+        cloud_price: float | None = typer.Option(
+            None, "--cloud-price-per-hour",
+            help="With --llm: rental price per GPU-hour, to show each build's cloud cost and break-even days."),
         electricity_price: float = typer.Option(costs.DEFAULT_ELECTRICITY_PRICE_USD_PER_KWH, "--electricity-price",
                                                 help="Electricity price in USD per kWh (seed 001: 0.175)."),
         utilization: float = typer.Option(costs.DEFAULT_UTILIZATION, "--utilization",
@@ -50,10 +68,28 @@ def register(app: typer.Typer) -> None:
         as_json: bool = json_option(),
     ) -> None:
         """Rank GPUs (and multi-GPU builds) by performance per dollar of total cost of ownership."""
-        if top < 1:
-            from dlbench.errors import BadInput
+        from dlbench.errors import BadInput
 
+        if top < 1:
             raise BadInput(f"--top must be at least 1, got {top}")
+        if llm is not None:
+            from dlbench.analysis.llm_advise import advise_llm
+
+            if model_params is not None or min_memory_gb is not None:
+                raise BadInput("--llm computes the memory it needs: leave out --model-params and --min-memory-gb")
+            a = advise_llm(llm, task=task, precision=None if precision == adv.DEFAULT_PRECISION else precision,
+                           context=context, users=users, min_tokens_per_s=min_tokens_per_s, budget_usd=budget_usd,
+                           builds=gpu or (), max_gpus=max_gpus or 8, cloud_usd_per_gpu_hour=cloud_price,
+                           electricity_price_usd_per_kwh=electricity_price, utilization=utilization, years=years,
+                           host_price_usd=host_price_usd, host_power_w=host_power_w)
+            if as_json:
+                print_json(a.to_dict())
+            else:
+                _print_llm(a, top)
+            return
+        if gpu or cloud_price is not None or min_tokens_per_s is not None or users != 1:
+            raise BadInput("--gpu, --cloud-price-per-hour, --users and --min-tokens-per-s go with --llm")
+        max_gpus = adv.DEFAULT_MAX_GPUS if max_gpus is None else max_gpus
         a = adv.advise(workload=workload, precision=precision, min_memory_gb=min_memory_gb,
                        model_params=model_params, budget_usd=budget_usd, form_factor=form_factor,
                        max_gpus=max_gpus, electricity_price_usd_per_kwh=electricity_price,
@@ -120,3 +156,56 @@ def _print(a, top: int) -> None:
                   + ("; ..." if len(a.excluded) > 4 else "") + "; --json lists all)[/]")
     if not a.options:
         con.print("[red]no GPU in the catalogue matches these filters[/]")
+
+
+def _print_llm(a, top: int) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = table_console(min_width=120)
+    serve = a.task == "serve"
+    terms = ", ".join(f"{t['name']} {t['bytes'] / 2**30:,.1f}" for t in a.memory["terms"])
+    con.print(f"memory: {a.memory['total_bytes'] / 2**30:,.1f} GiB for {a.model} {a.task} at {a.precision}, context "
+              f"{a.context:,}" + (f", {a.users} user(s)" if serve else "") + f" ({terms} GiB; `dlbench fit` shows "
+              "the arithmetic)", highlight=False)
+    what = "USD per million generated tokens" if serve else "USD per fine-tuning hour"
+    table = Table(title=f"{a.model} {a.task}: ranked by {what} ({a.assumptions['years']:g}-year cost of ownership)",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
+    cols = ["#", "build", "memory/GPU", "need/GPU", "tokens/s" if serve else "train tok/s"]
+    cols += ["per user"] if serve else []
+    cols += ["price USD", "TCO USD", "USD/h", "USD/M tok"]
+    if a.assumptions["cloud_usd_per_gpu_hour"] is not None:
+        cols += ["cloud USD/M", "break-even d"]
+    for col in cols:
+        table.add_column(col, justify="left" if col == "build" else "right", no_wrap=col != "build")
+
+    def num(v, fmt="{:,.0f}"):
+        return "-" if v is None else fmt.format(v)
+
+    for o in a.options[:top]:
+        flag = "" if o.fits and o.meets_speed else (" [red](does not fit)[/]" if not o.fits else " [red](too slow)[/]")
+        row = [str(o.rank), f"{o.num_gpus}x {escape(o.gpu)}{flag}", f"{o.memory_per_gpu_bytes / 2**30:,.0f} GiB",
+               f"{o.need_per_gpu_bytes / 2**30:,.1f} GiB", num(o.tokens_per_s)]
+        row += [num(o.tokens_per_s_per_user, "{:,.1f}")] if serve else []
+        row += [num(o.purchase_usd), num(o.total_cost_usd), num(o.usd_per_hour, "{:,.3f}"),
+                num(o.usd_per_million_tokens, "{:,.2f}")]
+        if a.assumptions["cloud_usd_per_gpu_hour"] is not None:
+            row += [num(o.cloud_usd_per_million_tokens, "{:,.2f}"), num(o.cloud_break_even_days)]
+        table.add_row(*row)
+    if a.options:
+        con.print(table)
+    for o in a.options[:min(top, 5)]:
+        con.print(f"  {o.rank:>2}. {o.num_gpus}x {escape(o.gpu)}: {escape(o.basis)}")
+    s = a.assumptions
+    con.print(f"TCO = GPUs + host + electricity at {s['utilization']:.0%} utilisation "
+              f"({s['hours_in_use']:,.0f} hours in use over {s['years']:g} years), "
+              f"{s['electricity_price_usd_per_kwh']:.3f} USD/kWh; USD/h = TCO / hours in use; GiB = 2^30 bytes.")
+    for note in a.notes:
+        con.print(f"- {escape(note)}")
+    if a.excluded:
+        con.print(f"[dim]left out: {len(a.excluded)} GPU(s) ("
+                  + escape("; ".join(f"{x['gpu']}: {x['reason']}" for x in a.excluded[:4]))
+                  + ("; ..." if len(a.excluded) > 4 else "") + "; --json lists all)[/]")
+    if not a.options:
+        con.print("[red]no build in the catalogue meets these requirements[/]")

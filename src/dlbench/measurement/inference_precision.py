@@ -20,7 +20,8 @@ kernel gpt-fast uses. On a CPU torchao's `Int4WeightOnlyConfig` has no working p
 needs the `mslk` package, the others need CUDA), so the CPU runs `IntxWeightOnlyConfig(weight_dtype=torch.int4,
 granularity=PerGroup(32))`, which holds int4 values unpacked in int8 storage: `weight_bytes` reports what is held
 (one byte per weight), not four bits. torchao quantizes `nn.Linear` layers only: a convolution network keeps its
-convolutions in bfloat16 (`quantized_modules` in the flags says how many layers were quantized).
+convolutions in bfloat16, and a linear layer whose shape the mode's kernel cannot take (`_kernel_fits`) stays in
+bfloat16 too (`quantized_modules` of `linear_modules` in the flags says how many were quantized).
 
 torchao is optional (`pip install 'dlbench[quant]'`): nothing here imports it until a quantized mode is applied,
 and `inference_unsupported_reason` refuses those modes, with one line, where it is not installed.
@@ -185,6 +186,20 @@ def _torchao_config(precision: str, device_type: str) -> Any:
     return Float8DynamicActivationFloat8WeightConfig()
 
 
+def _kernel_fits(precision: str, device_type: str) -> Any:
+    """Which `nn.Linear` shapes (in_features, out_features) the mode's kernels take; the others stay in the
+    compute dtype (counted apart in the flags). tinygemm's int4 packing needs whole groups of 128 along the input
+    and a multiple of 8 outputs; float8 tensor-core matmuls need both dimensions in multiples of 16 (a tiny
+    model's 64-wide layers, or a 2-output QA head, would otherwise fail or be padded)."""
+    if precision == "int4-weight-only" and device_type == "cuda":
+        return lambda k, n: k % 128 == 0 and n % 8 == 0
+    if precision == "int4-weight-only":
+        return lambda k, n: k % 32 == 0
+    if precision == "fp8":
+        return lambda k, n: k % 16 == 0 and n % 16 == 0
+    return lambda k, n: True
+
+
 def _is_subclass(tensor: Any) -> bool:
     """A tensor subclass that holds its data in inner tensors (torchao's quantized weights, DTensor...)."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
@@ -217,10 +232,13 @@ def apply_inference_precision(model: Any, precision: str, device: Any) -> tuple[
         from torchao.quantization import quantize_
 
         config = _torchao_config(precision, device.type)
-        quantize_(model, config)
-        quantized = sum(1 for module in model.modules()
-                        if isinstance(getattr(module, "weight", None), torch.Tensor) and _is_subclass(module.weight))
+        fits = _kernel_fits(precision, device.type)
+        quantize_(model, config, filter_fn=lambda module, _name: isinstance(module, torch.nn.Linear)
+                  and fits(module.in_features, module.out_features))
+        linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+        quantized = sum(1 for module in linear if _is_subclass(module.weight))
         flags.update({"quantization": type(config).__name__, "quantized_modules": quantized,
+                      "linear_modules": len(linear),
                       "torchao_version": torchao.__version__,
                       "weights_dtype": {"int8-weight-only": "int8", "int4-weight-only": "int4",
                                         "fp8": "float8_e4m3fn"}[precision]})

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench import __version__
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.schema.keys import DEFAULT_SCENARIO, PRIMARY_METRICS, SCHEMA_VERSION, STATUSES, STEP_TIME_KEYS
 from dlbench.schema.metrics import training_metrics
 
@@ -65,12 +65,11 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
         result.update(_from_measurement(config, measurement))
     if extra:
         result.update(extra)
-    if scenario != DEFAULT_SCENARIO:  # the scenario's own metrics, from its raw values (`Scenario.metrics`)
+    # Schema 2: the metrics, read from the fields above (the same rule that upgrades a version-1 result).
+    result["primary_metric"] = PRIMARY_METRICS[scenario]
+    result["metrics"] = training_metrics(result)
+    if scenario != DEFAULT_SCENARIO:  # its own metrics, from the raw values (`Scenario.metrics`)
         _add_scenario_metrics(result, config, measurement)
-    else:
-        # Schema 2: the metrics, read from the fields above (the same rule that upgrades a version-1 result).
-        result["primary_metric"] = PRIMARY_METRICS[scenario]
-        result["metrics"] = training_metrics(result)
     return result
 
 

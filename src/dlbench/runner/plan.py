@@ -4,7 +4,7 @@ Exercised by `dlbench run -w resnet50 -p tf32 -p amp-fp16 -c off -c default` (an
 
 Two stages: `validate_options` checks what needs no torch (names, numbers) in the parent process; `build_plan`
 resolves the device, fills in defaults and asks the scenario (`scenarios.unsupported_reason`) about each combination. It runs
-in the planning child process (`dlbench.runner.probe`) so that the parent never imports torch or touches the GPU.
+in the planning child process (`dlbench.runner.planning`) so that the parent never imports torch or touches the GPU.
 
 Defaults, as in the seeds (AIME, Lambda):
 - on a GPU: resnet50, bert-base-squad, bert-large-squad x (tf32 on NVIDIA compute capability >= 8.0, else fp32
@@ -13,7 +13,7 @@ Defaults, as in the seeds (AIME, Lambda):
   device memory (`Workload.default_batch_size`).
 - on a CPU (or MPS): a quick suite (`QUICK_SUITE`): small batches, fp32, eager, few steps; it says so.
 - `--scenario infer` (`scenarios.infer.plan_defaults`): resnet50 and bert-base-squad, bf16 (fp16 before compute
-  capability 8.0) x (eager, compile reduce-overhead) on a GPU; fp32, eager on a CPU.
+  capability 8.0) x (eager, compile reduce-overhead) on a GPU; fp32, eager on a CPU (the quick suite's workloads).
 - `--scenario generate` (`GENERATE_DEFAULTS`): llama-3.2-1b and llama-3.1-8b, batch 1, prompt 512, 128 new
   tokens, bf16 (fp16 before compute capability 8.0) x (eager, compile reduce-overhead) on a GPU; on a CPU
   llama-3.2-1b in fp32, eager, prompt 64 and 16 new tokens (a quick check, it says so).
@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dlbench.errors import BadInput
+from dlbench.measurement.config import RunConfig, check_compile_mode, check_precision
 
 # Device facts and resolution are shared with every scenario (measurement/); the planner re-exports them.
 from dlbench.measurement.device import DeviceFacts, resolve_device  # noqa: F401 - re-exported
-from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
 GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")
@@ -219,7 +219,6 @@ def check_scenario_workloads(options: RunOptions, workloads: list[str], flavour:
         if reason:
             raise BadInput(reason)
         if options.scenario == "generate":
-            from dlbench.runner.config import RunConfig
             from dlbench.scenarios.generate import length_reason
 
             config = RunConfig(name, flavour=flavour, prompt_len=options.prompt_len, new_tokens=options.new_tokens)
@@ -239,10 +238,10 @@ def check_workloads(names: list[str]) -> list[str]:
     """The registry's names for `names`, matched regardless of case (`RESNET50` is resnet50).
 
     An unknown name raises BadInput listing the valid ones, with the name probably meant: `X-tiny` is
-    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`workloads.names`).
+    `-w X --tiny`, a prefix or a typo gets its close matches; an empty name says so (`dlbench.names`).
     """
+    from dlbench.names import match_workload
     from dlbench.workloads import registry
-    from dlbench.workloads.names import match_workload
 
     known = registry.names()
     matched = []
@@ -363,7 +362,8 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
     if options.scenario == "infer":  # serving defaults (scenarios/infer.py, docs/infer.md)
         from dlbench.scenarios.infer import plan_defaults
 
-        precisions, compile_modes, suite = plan_defaults(options, entry, facts.hip, precisions, compile_modes, suite)
+        precisions, compile_modes, suite = plan_defaults(options, entry, facts.hip, quick, precisions, compile_modes,
+                                                         suite)
     if generate:
         if quick:
             prompt_len = prompt_len or GENERATE_DEFAULTS["cpu_prompt_len"]
@@ -418,7 +418,7 @@ def build_plan(options: RunOptions, facts: DeviceFacts | None = None) -> Plan:
                 items.append(PlannedConfig(config=config, skip_reason=unsupported_reason(config, facts),
                                            auto_batch=auto_batch, timeout_s=float(timeout),
                                            unit=getattr(workload, "sample_unit", None)))
-    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (dlbench.runner.launch)
+    if options.gpus is not None:  # `--gpus 1,2,4`: each configuration at each device count (runner.launchers.torchrun)
         from dlbench.runner.distributed import gpu_plan_notes, resolve_gpu_counts
 
         counts = resolve_gpu_counts(options.gpus, device, facts.cuda)

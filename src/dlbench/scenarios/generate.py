@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from dlbench.scenarios.base import Scenario, metric
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 # The precisions generation measures: weights cast (fp32, fp16, bf16: how models are served, no autocast) or
 # quantized by torchao (weight-only int8 / int4, fp8 on CUDA compute capability >= 8.9).

@@ -47,8 +47,8 @@ from dlbench.scenarios.base import Scenario, metric
 from dlbench.scenarios.train import _attention_impl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 # What `dlbench run --scenario infer` measures when -w / -p / -c are not given (docs/infer.md says why).
 DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad")
@@ -79,16 +79,18 @@ def default_precisions(entry: Mapping[str, Any] | None, hip: str | None) -> list
     return ["bf16" if major >= 8 or hip else "fp16"]
 
 
-def plan_defaults(options: Any, entry: Mapping[str, Any] | None, hip: str | None, precisions: list[str],
-                  compile_modes: list[str], suite: list[dict[str, Any]]) -> tuple[list, list, list]:
+def plan_defaults(options: Any, entry: Mapping[str, Any] | None, hip: str | None, quick: bool,
+                  precisions: list[str], compile_modes: list[str],
+                  suite: list[dict[str, Any]]) -> tuple[list, list, list]:
     """The planner's precisions, compile modes and workloads for `--scenario infer`: what the user gave, else
     `default_precisions`, eager and `reduce-overhead` on a GPU (eager elsewhere), `DEFAULT_WORKLOADS` at each
-    workload's default batch size."""
+    workload's default batch size. The CPU quick suite (`quick`: no GPU, no -w, no --tiny) stays training's
+    (`runner.plan.QUICK_SUITE`: ResNet-50 at batch 2, BERT-base at 128 tokens, batch 1), which keeps it short."""
     if not options.precisions:
         precisions = default_precisions(entry, hip)
     if not options.compile_modes:
         compile_modes = list(GPU_DEFAULT_COMPILE) if entry is not None else ["off"]
-    if not options.workloads:
+    if not options.workloads and not quick:
         suite = [{"workload": name, "batch_size": None, "seq_len": None} for name in DEFAULT_WORKLOADS]
     return precisions, compile_modes, suite
 
@@ -109,8 +111,8 @@ def _count_forward_flops(workload: Any, config: Any, batch_size: int) -> float:
 @functools.lru_cache(maxsize=64)
 def forward_flops_per_sample(workload_name: str, flavour: str = "full", seq_len: int | None = None) -> float:
     """Forward FLOPs per sample of a registered workload (counted on the meta device; cached per process)."""
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.flops import COUNT_BATCH
-    from dlbench.runner.config import RunConfig
     from dlbench.workloads import registry
 
     config = RunConfig(workload=workload_name, flavour=flavour, seq_len=seq_len, device="meta")
@@ -188,6 +190,9 @@ class InferScenario(Scenario):
         single = tuple(workload.make_inputs(config, LATENCY_BATCH, generator))
         model, moved, channels_last = workload.to_device(model, batch + single, device)
         model, flags = apply_inference_precision(model, config.precision, device)
+        if flags["quantization"] and not flags["quantized_modules"]:
+            warnings.append(f"{config.precision}: no layer of {config.workload} fits {flags['quantization']} "
+                            f"(linear layers: {flags['linear_modules']}); this measured {flags['compute_dtype']}")
         dtype = compute_dtype(config.precision)
         moved = tuple(t.to(dtype) if t.is_floating_point() else t for t in moved)
         batch, single = moved[:len(batch)], moved[len(batch):]

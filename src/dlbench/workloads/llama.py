@@ -24,7 +24,7 @@ from dlbench.workloads.base import Workload
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 # The catalogue families that LlamaForCausalLM builds exactly (same modules, same parameter count).
 LLAMA_FAMILIES: tuple[str, ...] = ("llama",)
