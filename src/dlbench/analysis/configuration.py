@@ -97,7 +97,11 @@ def config_parts(config: Mapping[str, Any], *, words: bool = False, workload: bo
         parts += [compile_name(compile_mode), f"bs {batch}"]
     else:
         parts += [f"compile={compile_mode}", f"bs={batch}"]
-    if config.get("seq_len"):
+    if config.get("new_tokens"):  # generate: prompt and output lengths, as llama-bench's pp512 / tg128
+        prompt = config.get("prompt_len") or config.get("seq_len")
+        parts += ([f"prompt {prompt}", f"{config['new_tokens']} new tokens"] if words
+                  else [f"pp={prompt}", f"tg={config['new_tokens']}"])
+    elif config.get("seq_len"):
         parts.append(f"seq {config['seq_len']}" if words else f"seq={config['seq_len']}")
     if world_size > 1 and not per_device:
         parts.append(f"{world_size} GPUs" if words else f"x{world_size}")
