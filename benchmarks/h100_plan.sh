@@ -73,6 +73,8 @@ STEPS=(
   "infer-compile-resnet50|6|--scenario infer resnet50 x bf16, fp16 x compile reduce-overhead (offline + latency)"
   "infer-compile-bert-base|6|--scenario infer bert-base-squad x bf16, fp16 x compile reduce-overhead"
   "cuda-graphs|6|resnet50, bert-base-squad x amp-bf16 x compile reduce-overhead (CUDA graphs; optional)"
+  "generate-8b|6|--scenario generate llama-3.1-8b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
+  "generate-1b|4|--scenario generate llama-3.2-1b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
 )
 
 # Device sessions (30 minutes of device time each, a machine start included): one line per command.
@@ -82,6 +84,7 @@ SESSIONS=(
   "session 3: bert-base-squad-eager bert-base-squad-compile | fp32-resnet50-bert-base | auto-resnet50"
   "session 4: auto-bert-base-squad | auto-bert-large-squad | auto-bert-large-mlm"
   "session 5 (optional): cuda-graphs"
+  "session 6 (issue 13, generation): generate-8b | generate-1b"
   "session 7 (issue 13, inference): infer-eager | infer-compile-resnet50 | infer-compile-bert-base"
 )
 
@@ -253,6 +256,13 @@ run_step() {
     infer-compile-bert-base)
       dlbench_run "$step" --scenario infer -w bert-base-squad -p bf16 -p fp16 -c reduce-overhead ;;
     cuda-graphs) dlbench_run "$step" -w resnet50 -w bert-base-squad -p amp-bf16 -c reduce-overhead ;;
+    # Generation (docs/generate.md): targets decode >= 80% of the bandwidth roofline, prefill >= 55% MFU. The
+    # compiled configuration compiles the decode step cold (a minute or two) before its 2 + 5 generations.
+    generate-8b | generate-1b)
+      local model=llama-3.1-8b
+      [[ "$step" == "generate-1b" ]] && model=llama-3.2-1b
+      dlbench_run "$step" --scenario generate -w "$model" -p bf16 -c off -c reduce-overhead -b 1 \
+        --prompt-len 512 --new-tokens 128 ;;
     *) echo "unknown step $step" >&2; return 2 ;;
   esac
 }
