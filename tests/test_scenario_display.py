@@ -210,23 +210,11 @@ def test_compare_published_names_the_inference_metric(capsys):
 
 # -- doctor ---------------------------------------------------------------------------------------------------
 
-import pytest  # noqa: E402
-
-
-@pytest.fixture
-def generate_keys(monkeypatch):
-    """The generate scenario's headline (what main has once the generate branch is merged)."""
-    from dlbench.schema import keys
-
-    monkeypatch.setitem(keys.PRIMARY_METRICS, "generate", "decode_tokens_per_s")
-    monkeypatch.setitem(keys.THROUGHPUT_METRICS, "generate", "decode_tokens_per_s")
-
-
 def _causes(entry):
     return {f["cause"]: f for f in entry["findings"]}
 
 
-def test_doctor_explains_a_slow_decode_by_its_bandwidth_roofline(generate_keys):
+def test_doctor_explains_a_slow_decode_by_its_bandwidth_roofline():
     from dlbench.analysis.diagnose import diagnose, likely_causes
 
     doc = document([make_generate_result(bandwidth_fraction=0.35, compile="off"), make_generate_result(seed=1)])
@@ -241,7 +229,7 @@ def test_doctor_explains_a_slow_decode_by_its_bandwidth_roofline(generate_keys):
     assert "decode_below_roofline" in likely_causes(report)
 
 
-def test_doctor_names_a_low_prefill_mfu_and_prefers_a_same_gpu_published_figure(generate_keys):
+def test_doctor_names_a_low_prefill_mfu_and_prefers_a_same_gpu_published_figure():
     from dlbench.analysis.diagnose import diagnose
 
     doc = document([make_generate_result(mfu=0.1)], gpu_name="NVIDIA A100-SXM4-80GB")
@@ -261,7 +249,7 @@ def test_doctor_names_a_long_batch1_latency_tail():
     assert wide["estimate"] is None  # the training estimator says nothing about inference
 
 
-def test_doctor_cli_prints_the_roofline_line(capsys, generate_keys):
+def test_doctor_cli_prints_the_roofline_line(capsys):
     from cli_helpers import cli
     from dlbench.store import open_store
 
@@ -276,7 +264,7 @@ def test_doctor_cli_prints_the_roofline_line(capsys, generate_keys):
 
 # -- fleet ----------------------------------------------------------------------------------------------------
 
-def test_fleet_pairs_within_a_scenario_and_finds_the_slow_decoder(generate_keys):
+def test_fleet_pairs_within_a_scenario_and_finds_the_slow_decoder():
     from dlbench.analysis.fleet import fleet_report
     from dlbench.report.comparison_tables import fleet_table
 
@@ -304,7 +292,7 @@ def _a100(results):
     return doc
 
 
-def test_report_draws_latency_ranking_and_roofline_charts_for_infer_and_generate(tmp_path, generate_keys):
+def test_report_draws_latency_ranking_and_roofline_charts_for_infer_and_generate(tmp_path):
     from dlbench.report.html import write_report_files
 
     doc = _a100([make_result(), make_infer_result(), make_generate_result(),
@@ -334,7 +322,7 @@ def test_training_report_has_none_of_the_inference_sections(tmp_path):
     assert not list((tmp_path / "charts").glob("latency_*")) and not list((tmp_path / "charts").glob("tokens_*"))
 
 
-def test_a_cpu_generate_run_gets_latency_but_no_roofline_or_ranking(tmp_path, generate_keys):
+def test_a_cpu_generate_run_gets_latency_but_no_roofline_or_ranking(tmp_path):
     from dlbench.report.html import write_report_files
 
     doc = document([make_generate_result(device="cpu", flavour="tiny", bandwidth_fraction=None, mfu=None)],
@@ -359,7 +347,7 @@ def test_h100_plan_has_the_inference_steps_each_under_ten_minutes():
     assert "infer-compile-bert-base)\n      dlbench_run \"$step\" --scenario infer -w bert-base-squad" in text
 
 
-def test_compare_tests_generate_on_its_decode_steps(generate_keys):
+def test_compare_tests_generate_on_its_decode_steps():
     from dlbench.analysis.compare import compare_documents
 
     a = document([make_generate_result(tpot_s=0.0080, seed=1)])
