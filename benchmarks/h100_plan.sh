@@ -69,6 +69,9 @@ STEPS=(
   "auto-bert-base-squad|7|bert-base-squad amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
   "auto-bert-large-squad|7|bert-large-squad amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
   "auto-bert-large-mlm|7|bert-large-mlm seq 128 amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
+  "infer-eager|5|--scenario infer resnet50, bert-base-squad x bf16, fp16 x eager (offline + batch-1 latency)"
+  "infer-compile-resnet50|6|--scenario infer resnet50 x bf16, fp16 x compile reduce-overhead (offline + latency)"
+  "infer-compile-bert-base|6|--scenario infer bert-base-squad x bf16, fp16 x compile reduce-overhead"
   "cuda-graphs|6|resnet50, bert-base-squad x amp-bf16 x compile reduce-overhead (CUDA graphs; optional)"
   "generate-8b|6|--scenario generate llama-3.1-8b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
   "generate-1b|4|--scenario generate llama-3.2-1b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
@@ -82,6 +85,7 @@ SESSIONS=(
   "session 4: auto-bert-base-squad | auto-bert-large-squad | auto-bert-large-mlm"
   "session 5 (optional): cuda-graphs"
   "session 6 (issue 13, generation): generate-8b | generate-1b"
+  "session 7 (issue 13, inference): infer-eager | infer-compile-resnet50 | infer-compile-bert-base"
 )
 
 list_steps() {
@@ -244,6 +248,13 @@ run_step() {
       [[ "$workload" == "bert-large-mlm" ]] && extra=(--seq-len 128)
       dlbench_run "$step" -w "$workload" "${extra[@]}" -p amp-fp16 -c off --batch-size auto \
         --warmup 5 --steps 20 --repeats 3 ;;
+    # Inference (docs/infer.md): each configuration measures offline samples/s at its batch size and batch-1
+    # latency percentiles; a compiled one compiles both batch sizes cold, so a step holds two compiled ones.
+    # Target (issue 13): ResNet-50 offline fp16 compiled >= 25,000 images/s.
+    infer-eager) dlbench_run "$step" --scenario infer -w resnet50 -w bert-base-squad -p bf16 -p fp16 -c off ;;
+    infer-compile-resnet50) dlbench_run "$step" --scenario infer -w resnet50 -p bf16 -p fp16 -c reduce-overhead ;;
+    infer-compile-bert-base)
+      dlbench_run "$step" --scenario infer -w bert-base-squad -p bf16 -p fp16 -c reduce-overhead ;;
     cuda-graphs) dlbench_run "$step" -w resnet50 -w bert-base-squad -p amp-bf16 -c reduce-overhead ;;
     # Generation (docs/generate.md): targets decode >= 80% of the bandwidth roofline, prefill >= 55% MFU. The
     # compiled configuration compiles the decode step cold (a minute or two) before its 2 + 5 generations.

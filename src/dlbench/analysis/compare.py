@@ -77,7 +77,12 @@ def compare_results(a: dict[str, Any], b: dict[str, Any], alpha: float = DEFAULT
     row["label"] = config_label(a)
     row["a_status"], row["b_status"] = a.get("status"), b.get("status")
     a_tput, b_tput = metrics.throughput(a), metrics.throughput(b)
+    # `a_samples_per_s`/`b_samples_per_s` hold the scenario's throughput (generate: decode tokens/s), which
+    # `metric` and `unit` name; the raw step times tested are that scenario's (offline batches, decode steps).
     row["a_samples_per_s"], row["b_samples_per_s"] = a_tput, b_tput
+    row["scenario"] = metrics.scenario(a)
+    row["metric"] = metrics.throughput_name(a)
+    row["unit"] = metrics.unit(a, row["metric"]) or metrics.unit(b, row["metric"])
     row["a_cv"], row["b_cv"] = a.get("cv"), b.get("cv")
     a_times, b_times = measured_step_times(a), measured_step_times(b)
     row["a_steps"], row["b_steps"] = len(a_times), len(b_times)

@@ -2,7 +2,8 @@
 
 `diagnose(doc)` takes a stored result document (schema v1) and returns, per measured configuration, how its
 throughput compares with published results for the same GPU (`dlbench.reference`) and with the catalogue's
-spec-based estimate (`dlbench.analysis.estimate`), plus the likely causes its telemetry shows: thermal or power
+spec-based estimate (`dlbench.analysis.estimate`), plus the likely causes its telemetry shows (infer and generate results: `diagnose_inference`, decode against
+its bandwidth roofline and the batch-1 latency tail): thermal or power
 throttling, a reduced power limit, a narrow PCIe link, a GPU shared with another process, CPU-bound small
 batches, compile off, mixed GPU models. In a data-parallel run each per-GPU cause names the GPU(s) it concerns
 (`GPU 3 on nodeB (rank 11)`), and the hottest GPU is named. Advice quotes seed 001 (Tim Dettmers) where it
@@ -18,6 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from dlbench.analysis.configuration import config_label
+from dlbench.analysis.diagnose_inference import (
+    DECODE_ROOFLINE_LOW,
+    RATE_UNITS,
+    published_inference_for,
+    scenario_findings,
+)
 from dlbench.analysis.energy import (
     efficiency,
     gpu_label,
@@ -30,7 +37,7 @@ from dlbench.analysis.energy import (
     throttle_shares,
     usable,
 )
-from dlbench.schema.metrics import throughput
+from dlbench.schema.metrics import scenario, throughput, value
 
 # A result within this fraction of its reference counts as "in line"; below it, causes are worth naming.
 IN_LINE_TOLERANCE = 0.10
@@ -353,9 +360,14 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
             continue
         sps = throughput(r)
         unlike = _not_comparable(r)
-        pub = _published_for(rows, gpu, r) if gpu and not unlike else None
+        inference = scenario(r) != "train"  # infer, generate: published inference figures, no training estimate
+        if inference:
+            entry.update(scenario=scenario(r), rate_unit=RATE_UNITS.get(scenario(r)))
+            pub = published_inference_for(r, gpu) if gpu and not unlike else None
+        else:
+            pub = _published_for(rows, gpu, r) if gpu and not unlike else None
         est = None
-        if gpu is not None and not unlike:
+        if gpu is not None and not unlike and not inference:
             try:
                 est = est_fn(gpu, r.get("workload"), r.get("precision"), entry["world_size"])
             except Exception as exc:  # noqa: BLE001 - estimator missing or no model for this case
@@ -369,8 +381,16 @@ def diagnose(doc: dict[str, Any], *, published: list[Any] | None = None,
         reference = pub or est
         entry.update(published=pub, estimate=est, ratio=reference["ratio"] if reference else None,
                      compared_with="published" if pub else ("estimate" if est else None))
-        entry["verdict"] = _verdict(entry["ratio"])
+        roofline = value(r, "bandwidth_fraction")
+        if inference and reference is None and roofline is not None and not unlike:
+            # No published figure for this GPU: decode is judged against its bandwidth roofline instead.
+            entry.update(ratio=roofline, compared_with="roofline")
+            entry["verdict"] = "below" if roofline < DECODE_ROOFLINE_LOW else "in line"
+        else:
+            entry["verdict"] = _verdict(entry["ratio"])
         entry["findings"] = telemetry_findings(r)
+        if inference:  # the latency tail and the roofline share say something on any device, tiny or not
+            entry["findings"] += scenario_findings(r, gpu)
         if unlike:
             entry["findings"].insert(0, unlike)
         if r.get("compile") == "off" and entry["verdict"] == "below":

@@ -109,11 +109,16 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
     Returns `gpu` (canonical or None), `ratio` (this / published median for the same GPU, or None),
     `published_median_samples_per_s`, `published_count`, `rank` and `rank_of` (among published GPUs with the
     same workload, precision, seq_len and GPU count, this result counted in place of its own GPU), `sources`,
-    `text` (a short display string) and `reason` (why nothing could be compared, else None).
+    `text` (a short display string) and `reason` (why nothing could be compared, else None). An infer or
+    generate result is set against the published inference figures instead (`analysis.inference_ranking`).
     """
     out: dict[str, Any] = {"gpu": None, "ratio": None, "published_median_samples_per_s": None,
                            "published_count": 0, "rank": None, "rank_of": None, "sources": [], "text": None,
                            "reason": None}
+    if scenario(result) != "train":  # infer, generate: against the published inference figures
+        from dlbench.analysis.inference_ranking import vs_published_inference
+
+        return vs_published_inference(result, gpu_name, memory_bytes=memory_bytes)
     reason = not_comparable_reason(result, gpu_name)
     if reason:
         out["reason"] = reason

@@ -111,8 +111,13 @@ def render_diagnosis(report: dict[str, Any]) -> None:
             out.print(line)
             continue
         line.append(_fmt_rate(e.get("samples_per_s")))
+        if e.get("rate_unit"):  # infer, generate: say which throughput this is
+            line.append(f" ({e['rate_unit']})")
         ref = e.get("published") if e.get("compared_with") == "published" else e.get("estimate")
-        if ref:
+        if e.get("compared_with") == "roofline":
+            style = "yellow" if e["verdict"] == "below" else "green"
+            line.append(f"  {e['ratio']:.0%} of the card's memory bandwidth (decode roofline)", style=style)
+        elif ref:
             if e["compared_with"] == "published":
                 sources = ", ".join(sorted({src.split(" (")[0] for src in ref["sources"]}))
                 batches = ", ".join(str(b) for b in ref.get("batch_sizes_per_gpu") or [])

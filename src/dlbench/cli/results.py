@@ -212,13 +212,14 @@ def register(app: typer.Typer) -> None:
         # Run ids and dates stay whole (they are what one copies); names wrap in a narrow terminal.
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
         for header, whole in (("run id", True), ("created (UTC)", True), ("host", False), ("GPU", False),
-                              ("ok/all", True), ("workloads", False), ("dlbench", True)):
+                              ("ok/all", True), ("scenario", False), ("workloads", False), ("dlbench", True)):
             table.add_column(header, no_wrap=whole, min_width=16 if header == "created (UTC)" else None,
                              overflow="ellipsis" if whole else "fold")
         for run in found:
             _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
                           _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
-                          ", ".join(run["workloads"]), run["dlbench_version"])
+                          ", ".join(run.get("scenarios") or ["train"]), ", ".join(run["workloads"]),
+                          run["dlbench_version"])
         table_console().print(table)
 
     @results_app.command("show")
@@ -242,9 +243,10 @@ def register(app: typer.Typer) -> None:
         out.print(_environment_table(doc))
         for note in doc.get("notes") or []:
             out.print(f"note: {plain(str(note))}", markup=False, highlight=False)
-        from dlbench.report.run_table import result_messages, results_table
+        from dlbench.report.results_tables import results_tables
+        from dlbench.report.run_table import result_messages
 
-        out.print(results_table(doc["results"], title="Results", width=out.width, details=True))
+        out.print(results_tables(doc["results"], title="Results", width=out.width, details=True))
         for line in result_messages(doc["results"]):
             out.print(plain(line), markup=False, highlight=False, soft_wrap=not out.is_terminal)
         from dlbench.report.scaling_table import has_scaling, scaling_table

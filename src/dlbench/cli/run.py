@@ -200,7 +200,8 @@ def run(
 
 def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp: float, max_wait: float,
          finish_run) -> int:
-    from dlbench.report.run_table import result_messages, results_table
+    from dlbench.report.results_tables import results_tables
+    from dlbench.report.run_table import result_messages
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
     from dlbench.runner.planning import plan_in_child
     from dlbench.runner.sweep import (
@@ -263,7 +264,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
     title = "dlbench run" + (" (quick suite)" if plan.quick_suite else "") + f" on {plan.device}"
     if results:
-        out.print(results_table(results, title=title, width=out.width))
+        out.print(results_tables(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
         from dlbench.report.scaling_table import has_scaling, scaling_table
@@ -402,12 +403,13 @@ def _leave_group(dist_env, failed, results, document, finish_run, json_path) -> 
 
 
 def _print_joined(results, plan, dist_env, written, err, out) -> int:
-    from dlbench.report.run_table import result_messages, results_table
+    from dlbench.report.results_tables import results_tables
+    from dlbench.report.run_table import result_messages
 
     nodes = max((r.get("nodes") or 1 for r in results), default=1)
     title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"
     if results:
-        out.print(results_table(results, title=title, width=out.width))
+        out.print(results_tables(results, title=title, width=out.width))
         for line in result_messages(results):
             out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
     err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,

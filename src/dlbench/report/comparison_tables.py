@@ -20,7 +20,10 @@ def compare_table(report: dict[str, Any]):
     from rich.table import Table
 
     a_id, b_id = (report.get("a_run_id") or "A")[:8], (report.get("b_run_id") or "B")[:8]
-    table = Table(title=f"B {b_id} vs A {a_id}: training throughput, samples/s", title_justify="left",
+    scenarios = {row.get("scenario") or "train" for row in report["rows"]}
+    what = "training throughput, samples/s" if scenarios <= {"train"} else "throughput (" + ", ".join(
+        f"{name}: {_THROUGHPUT_WORDS.get(name, name)}" for name in sorted(scenarios)) + ")"
+    table = Table(title=f"B {b_id} vs A {a_id}: {what}", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("configuration", min_width=16, ratio=1)
     for name in ("A", "B", "B/A", "change", "p"):
@@ -28,6 +31,8 @@ def compare_table(report: dict[str, Any]):
     table.add_column("significant", min_width=11)
     for row in report["rows"]:
         label = config_label(row, words=True)
+        if len(scenarios) > 1:
+            label = f"{label} ({row.get('scenario') or 'train'})"
         if row["ratio"] is None:
             table.add_row(label, fmt.throughput(row["a_samples_per_s"]), fmt.throughput(row["b_samples_per_s"]),
                           fmt.DASH, fmt.DASH, fmt.DASH, f"[dim]{row['reason']}[/dim]")
@@ -46,6 +51,10 @@ def compare_table(report: dict[str, Any]):
     return table
 
 
+# What each scenario's throughput is, in the compare table's title.
+_THROUGHPUT_WORDS = {"train": "samples/s", "infer": "offline samples/s", "generate": "decode tokens/s"}
+
+
 def published_table(rows: list[dict[str, Any]], run_id: str | None):
     """A run's results against published results (rows of `vs_published` plus the configuration).
 
@@ -60,13 +69,20 @@ def published_table(rows: list[dict[str, Any]], run_id: str | None):
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("configuration", min_width=16, ratio=2)
     table.add_column("GPU", min_width=9, ratio=1)
-    for name in ("samples/s", "published", "ratio", "rank", "note"):
+    # An infer or generate row compares its own metric (`vs_published["metric"]`: offline samples/s, decode
+    # tokens/s) with published inference figures; the column then says "measured" and the label the metric.
+    mixed = any("metric" in row["vs_published"] for row in rows)
+    for name in ("measured" if mixed else "samples/s", "published", "ratio", "rank", "note"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in rows:
         vs = row["vs_published"]
         rank = f"{vs['rank']} of {vs['rank_of']}" if vs["rank"] is not None else fmt.DASH
-        table.add_row(config_label(row, words=True), fmt.plain(vs["gpu"] or row.get("gpu_name")),
-                      fmt.throughput(row["samples_per_s"]), fmt.throughput(vs["published_median_samples_per_s"]),
+        label = config_label(row, words=True)
+        if mixed and vs.get("metric"):
+            label = f"{label} ({vs['metric']})"
+        median = vs.get("published_median_samples_per_s", vs.get("published_median"))
+        table.add_row(label, fmt.plain(vs["gpu"] or row.get("gpu_name")),
+                      fmt.throughput(row["samples_per_s"]), fmt.throughput(median),
                       fmt.ratio(vs["ratio"]), rank, f"[{notes.index(vs['reason']) + 1}]" if vs["reason"] else "")
     return table
 
@@ -109,6 +125,9 @@ _VERDICT_STYLE = {"slow": "bold red", "failed": "bold red", "within noise": "yel
                   "not judged": "dim"}
 
 
+_FLEET_UNITS = {"train": "samples/s", "infer": "samples/s", "generate": "tokens/s"}
+
+
 def fleet_table(group: dict[str, Any]):
     """One configuration of a fleet (a group of `analysis.fleet.fleet_report`), slowest run first.
 
@@ -123,13 +142,17 @@ def fleet_table(group: dict[str, Any]):
     median = fmt.throughput(group["median_samples_per_s"])
     nodes = group.get("nodes") or 1
     where = f"{config_label(group, words=True)}{f' over {nodes} nodes' if nodes > 1 else ''} on {group['gpu']}"
-    title = (f"{where}: median {median} samples/s over "
+    # An infer group compares offline samples/s, a generate group decode tokens/s (each scenario's throughput).
+    unit = _FLEET_UNITS.get(group.get("scenario") or "train", "samples/s")
+    if group.get("scenario") not in (None, "train"):
+        where = f"{where} ({group['scenario']})"
+    title = (f"{where}: median {median} {unit} over "
              f"{group['measured']} run{'s' if group['measured'] != 1 else ''}")
     # Text, not markup: names from documents may hold "[...]"
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("host", min_width=6, ratio=1)
     table.add_column("GPU", no_wrap=True)
-    for name in ("samples/s", "vs median", "CV", "p"):
+    for name in (unit, "vs median", "CV", "p"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("cause", min_width=16, ratio=2)

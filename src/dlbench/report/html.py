@@ -25,14 +25,17 @@ from dlbench.report.sections.environment import environment_table
 from dlbench.report.sections.figures import data_uri, figure
 from dlbench.report.sections.fleet import fleet_section
 from dlbench.report.sections.header import FACT_RUNS_MAX, facts, run_info
+from dlbench.report.sections.latency import latency_group
 from dlbench.report.sections.methodology import methodology
 from dlbench.report.sections.ranking import ranking_group
 from dlbench.report.sections.results import RESULT_ROWS_MAX, columns, result_rows
+from dlbench.report.sections.roofline import roofline_group
 from dlbench.report.sections.scaling import scaling_group
 from dlbench.report.sections.speedups import speedup_group
 from dlbench.report.sections.step_times import step_time_group
 from dlbench.report.sections.summary import summary_section
 from dlbench.report.sections.telemetry import telemetry_group
+from dlbench.report.sections.tokens_ranking import tokens_ranking_group
 
 TEMPLATE = "report.html.j2"
 
@@ -75,6 +78,11 @@ def write_report_files(documents: list[dict[str, Any]], out_dir: str | Path, pub
     # how it scales, what the GPUs did, then how steady each step was.
     groups = [g for g in (
         ranking_group(documents, runs, vs, published, chart_dir),
+        # infer and generate results only (each None without them): published inference figures, the roofline,
+        # the latency percentiles
+        tokens_ranking_group(documents, runs, vs, chart_dir),
+        roofline_group(documents, runs, chart_dir),
+        latency_group(documents, runs, chart_dir),
         speedup_group(documents, runs, chart_dir),
         scaling_group(documents, runs, chart_dir),
         telemetry_group(documents, runs, chart_dir),

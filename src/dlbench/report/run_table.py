@@ -44,7 +44,7 @@ def results_table(results: list[dict[str, Any]], title: str | None = None, width
     precision and compile mode share one wrapping column, and if that is still too wide the optional columns
     (samples/s/W, vs published, compile s) move to a second table under the first. `details` (`dlbench
     results show`) adds the p5-p95 step-time range under each median and a "compile s" column when something
-    was compiled."""
+    was compiled. Infer and generate results have their own columns: `report.results_tables` chooses."""
     columns = list(COLUMNS)
     optional = [column for column in OPTIONAL_COLUMNS if any(column.wanted(r) for r in results)]
     if details:

@@ -54,7 +54,36 @@ RESULT_COLUMNS = (
     "achieved_flops_per_s",
     "start_temperature_c",
 )
-EXPORT_COLUMNS = RUN_EXPORT_COLUMNS + RESULT_COLUMNS
+# The infer and generate metrics an export carries beside the primary one (SI units, read from the document's
+# `metrics`; empty for a scenario that does not measure them): column -> (metric, statistic or "value").
+SCENARIO_METRIC_COLUMNS: dict[str, tuple[str, str]] = {
+    "latency_p50_s": ("latency_s", "p50"),
+    "latency_p90_s": ("latency_s", "p90"),
+    "latency_p99_s": ("latency_s", "p99"),
+    "prefill_tokens_per_s": ("prefill_tokens_per_s", "value"),
+    "ttft_s": ("ttft_s", "value"),
+    "ttft_p99_s": ("ttft_s", "p99"),
+    "decode_tokens_per_s": ("decode_tokens_per_s", "value"),
+    "tpot_p50_s": ("tpot_s", "p50"),
+    "tpot_p90_s": ("tpot_s", "p90"),
+    "tpot_p99_s": ("tpot_s", "p99"),
+    "e2e_s": ("e2e_s", "value"),
+    "bandwidth_bytes_per_s": ("bandwidth_bytes_per_s", "value"),
+    "bandwidth_fraction": ("bandwidth_fraction", "value"),
+    "prefill_flops_per_s": ("prefill_flops_per_s", "value"),
+    "mfu": ("mfu", "value"),
+    "energy_per_token_j": ("energy_per_token_j", "value"),
+}
+EXPORT_COLUMNS = RUN_EXPORT_COLUMNS + RESULT_COLUMNS + tuple(SCENARIO_METRIC_COLUMNS)
+
+
+def scenario_metric_cells(result: dict) -> dict:
+    """The `SCENARIO_METRIC_COLUMNS` of one result (None where it was not measured)."""
+    out = {}
+    for column, (name, stat) in SCENARIO_METRIC_COLUMNS.items():
+        found = metrics.metric(result, name)
+        out[column] = None if found is None else found.get(stat)
+    return out
 
 
 def dumps(doc: Any) -> str:

@@ -257,7 +257,7 @@ class Store:
             selected = conn.execute(query).all()
             ids = sa.select(query.subquery().c.run_id)
             per_result = conn.execute(
-                sa.select(results.c.run_id, results.c.workload, results.c.status)
+                sa.select(results.c.run_id, results.c.workload, results.c.status, results.c.scenario)
                 .where(results.c.run_id.in_(ids)).order_by(results.c.run_id, results.c.result_index)
             ).all()
             return selected, per_result
@@ -265,14 +265,18 @@ class Store:
         selected, per_result = self._read(fetch)
         summary: dict[str, dict] = {}
         for row in per_result:
-            entry = summary.setdefault(row.run_id, {"num_results": 0, "num_ok": 0, "workloads": []})
+            entry = summary.setdefault(row.run_id, {"num_results": 0, "num_ok": 0, "workloads": [],
+                                                    "scenarios": []})
             entry["num_results"] += 1
             entry["num_ok"] += row.status == "ok"
             if row.workload not in entry["workloads"]:
                 entry["workloads"].append(row.workload)
+            scenario = row.scenario or "train"
+            if scenario not in entry["scenarios"]:
+                entry["scenarios"].append(scenario)
         out = []
         for row in selected:
-            entry = summary.get(row.run_id, {"num_results": 0, "num_ok": 0, "workloads": []})
+            entry = summary.get(row.run_id, {"num_results": 0, "num_ok": 0, "workloads": [], "scenarios": []})
             out.append({
                 "run_id": row.run_id,
                 "created_at": rows.from_db_time(row.created_at),
@@ -296,11 +300,22 @@ class Store:
         query = query.order_by(runs.c.created_at, runs.c.run_id, results.c.result_index)
         found = self._read(lambda conn: conn.execute(query).mappings().all())
         out = []
+        documents: dict[str, dict] = {}
         for row in found:
             item = dict(row)
+            if item["run_id"] not in documents:  # the scenario metrics have no column: read the document
+                documents[item["run_id"]] = self._document_of(item["run_id"])
             item["created_at"] = rows.from_db_time(item["created_at"])
+            stored = documents[item["run_id"]].get("results") or []
+            index = item["result_index"]
+            item.update(rows.scenario_metric_cells(stored[index] if 0 <= index < len(stored) else {}))
             out.append(item)
         return out
+
+    def _document_of(self, run_id: str) -> dict:
+        query = sa.select(runs.c.document_json).where(runs.c.run_id == run_id)
+        text = self._read(lambda conn: conn.execute(query).scalar_one())
+        return json.loads(text)
 
 
 def insert_step_times(conn: sa.Connection, step_rows: list[dict]) -> None:

@@ -23,13 +23,14 @@ from dlbench.report.charts.style import (
 
 def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: str, out_dir: Path,
                   name: str, num_gpus: int = 1, same_gpu: frozenset[str] | set[str] = frozenset(),
-                  ours: str = "this run") -> Chart:
+                  ours: str = "this run", quantity: str = "training throughput") -> Chart:
     """Horizontal bars of samples/s, fastest on top; rows with `is_this_run` highlighted (AIME/Lambda style).
 
     `rows` come from `analysis.ranking.rank_among_published`: `label`, `samples_per_s`, `is_this_run`.
     Published bars whose label is in `same_gpu` (the GPU this run used) are drawn darker, so the gap between
     this run and what others measured on the same GPU shows at a glance. `ours` names the highlighted bars in the
-    legend (`this run`, or the runs of a report of several).
+    legend (`this run`, or the runs of a report of several). `quantity` names what the bars are ("decode
+    throughput" for the tokens/s ranking of generate results).
     """
     n = len(rows)
     with figure(1.3 + 0.34 * n) as (fig, axes):
@@ -55,10 +56,10 @@ def ranking_chart(rows: list[dict[str, Any]], title: str, unit: str, subtitle: s
         ax.grid(axis="y", visible=False)
         ax.xaxis.set_major_formatter(thousands())
         total = f", total of {num_gpus} GPUs" if num_gpus > 1 else ""
-        ax.set_xlabel(f"training throughput ({unit}/s{total}, higher is better)")
+        ax.set_xlabel(f"{quantity} ({unit}/s{total}, higher is better)")
         _ranking_legend(ax, any(r["label"] in same_gpu and not r["is_this_run"] for r in rows), ours)
         titles(fig, ax, title, subtitle)
-        alt = (f"Bar chart of training throughput in {unit}/s, fastest first: {title}. " + listed(
+        alt = (f"Bar chart of {quantity} in {unit}/s, fastest first: {title}. " + listed(
             [f"{r['label'].lstrip(chr(0x25b6) + ' ')} {fmt.throughput(r['samples_per_s'])}" for r in rows], 20) + ".")
         return save(fig, out_dir, name, title, subtitle, alt)
 

@@ -92,7 +92,7 @@ STYLE = {
 }
 # File stems the chart modules write: `html.write_report` removes earlier ones it did not rewrite.
 CHART_STEMS = ("fleet_*", "ranking_*", "speedups", "step_times", "scaling", "telemetry", "telemetry_*",
-               "vs_published", "vs_published_narrow")
+               "vs_published", "vs_published_narrow", "latency_*", "tokens_ranking_*", "roofline")
 WIDTH_IN = 9.0
 DPI = 150
 # Characters of a 13 pt bold title that fit across WIDTH_IN (DejaVu Sans Bold averages about 8.5 pt a character).

@@ -6,7 +6,7 @@ from typing import Any
 
 from dlbench.analysis.stats import CV_WARN
 from dlbench.report import fmt
-from dlbench.schema.metrics import throughput
+from dlbench.schema.metrics import scenario, throughput
 
 RESULT_ROWS_MAX = 16  # more results than this from more than `header.FACT_RUNS_MAX` runs: the results table is folded
 
@@ -23,11 +23,14 @@ def result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
                 details.append(f"{r['world_size']} GPUs")
             if (r.get("flavour") or "full") != "full":
                 details.append(f"{r['flavour']} flavour")
+            if scenario(r) != "train":  # infer: offline samples/s; generate: decode tokens/s
+                details.append(SCENARIO_WORDS.get(scenario(r), scenario(r)))
             rows.append({
                 "run": run["tag"], "run_id": run["short"] if run["by_host"] else "",
                 "workload": fmt.workload_name(r.get("workload", "?"), r.get("seq_len")),
                 "details": " \u00b7 ".join(details),
-                "throughput": fmt.throughput(throughput(r)), "unit": f"{fmt.unit_of(r)}/s",
+                "throughput": fmt.throughput(throughput(r)),
+                "unit": "tokens/s" if scenario(r) == "generate" else f"{fmt.unit_of(r)}/s",
                 "cv": fmt.percent(r.get("cv")), "noisy": (r.get("cv") or 0) > CV_WARN,
                 "step_ms": fmt.ms(st.get("median")),
                 "step_range_ms": f"{fmt.ms(st.get('p5'))}\u2013{fmt.ms(st.get('p95'))}" if st.get("p5") else "",
@@ -46,6 +49,8 @@ def result_rows(documents, runs, vs_by_doc) -> list[dict[str, Any]]:
     return rows
 
 
+# What the throughput of a non-training row is, in its details.
+SCENARIO_WORDS = {"infer": "inference (offline)", "generate": "LLM decode"}
 # How a status reads on the page (the stored names are the schema's, `store.documents.STATUSES`).
 STATUS_TEXT = {"oom": "out of memory", "timeout": "timed out"}
 # The results table's figure columns after the throughput, each left out when no result has a value for it (a CPU
