@@ -225,7 +225,8 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
         add_vs_published(results, planned.environment)  # ratio to / rank among published results
         return build_document(results, planned.environment, run_id=run_id, command=command,
-                              notes=[*plan.notes, *extra_notes], created_at=created_at)
+                              notes=[*plan.notes, *extra_notes], created_at=created_at,
+                              planned_results=len(plan.items))
 
     def save_partial(result: dict[str, Any]) -> None:
         results.append(result)
@@ -307,7 +308,8 @@ def _run_joined(options, dist_env, err, out, json_path: Path | None, quiet: bool
             def document(extra_notes: list[str]) -> dict[str, Any]:
                 add_scaling_efficiency(results)
                 return build_document(results, environment, run_id=run_id, command=command,
-                                      notes=[*notes, *extra_notes], created_at=created_at)
+                                      notes=[*notes, *extra_notes], created_at=created_at,
+                                      planned_results=len(plan.items))
 
             state.update(plan=plan, document=document)
             observer = SweepObserver()
