@@ -385,6 +385,17 @@ def two_writers(home: Path, writers: int = 2, runs_each: int = 3) -> Row:
                 "expected": expected, "home": home})
 
 
+def two_runs(home: Path) -> Row:
+    """Two `dlbench run --tiny` at once into one new database: both runs stored."""
+    marker = uuid.uuid4().hex
+    procs = [dlbench(home, marker, "run", *FAST, "-w", "resnet50") for _ in range(2)]
+    codes = [finish(proc)[0] for proc in procs]
+    left = orphans(marker)
+    after = stored(db_url(home))
+    return Row("2 `dlbench run --tiny` into one new database at once", 0, after, max(0, 2 - after), left,
+               {"codes": codes, "runs": listed(home), "home": home})
+
+
 SCENARIOS: dict[str, Callable[[Path], Row]] = {
     "parent_sigkill": parent_sigkill,
     "worker_sigkill": worker_sigkill,
@@ -394,5 +405,6 @@ SCENARIOS: dict[str, Callable[[Path], Row]] = {
     "full_disk_database": full_disk_database,
     "corrupt_database": corrupt_database,
     "two_writers": two_writers,
+    "two_runs": two_runs,
     "host_oom": host_oom,
 }

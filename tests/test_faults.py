@@ -132,3 +132,9 @@ def test_a_rank_that_fails_itself_under_torchrun_names_itself(monkeypatch):
     with pytest.raises(joined.RankFailed) as failed:
         joined.measure_item(PlannedConfig(config=config, unit="images"), env, lambda *a: None)
     assert failed.value.result["failed_rank"] == 1 and failed.value.result["status"] == "error"
+
+
+def test_two_runs_at_once_both_store_their_run(tmp_path):
+    row = _run(fs.two_runs, tmp_path)
+    assert (row.before, row.after, row.lost, row.orphans) == (0, 2, 0, 0)
+    assert row.details["codes"] == [0, 0] and len(row.details["runs"]) == 2
