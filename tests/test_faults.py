@@ -138,3 +138,18 @@ def test_two_runs_at_once_both_store_their_run(tmp_path):
     row = _run(fs.two_runs, tmp_path)
     assert (row.before, row.after, row.lost, row.orphans) == (0, 2, 0, 0)
     assert row.details["codes"] == [0, 0] and len(row.details["runs"]) == 2
+
+
+def test_the_report_header_says_a_run_was_cut_short():
+    import store_docs
+    from dlbench.report.sections.header import facts, run_info
+    from dlbench.schema import upgrade
+
+    doc = upgrade(store_docs.document(results=[store_docs.result()]))
+    doc["planned_results"] = 2
+    (card, *_) = facts([run_info(doc, 0, 1)])
+    assert card["v"].endswith("cut short: 1 of 2 configurations")
+    doc["planned_results"] = 1  # finished: nothing added
+    assert "cut short" not in facts([run_info(doc, 0, 1)])[0]["v"]
+    many = facts([run_info(doc, i, 4) for i in range(3)] + [run_info({**doc, "planned_results": 3}, 3, 4)])
+    assert any(c["k"] == "Cut short" and "1 of 3" in c["v"] for c in many)
