@@ -9,7 +9,7 @@ import pytest
 
 from dlbench.analysis import configuration
 from dlbench.analysis.configuration import config_key, config_label, config_parts
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 BERT_DDP_TINY = {"workload": "bert-base-squad", "precision": "amp-bf16", "compile": "default", "batch_size": 64,
                  "seq_len": 384, "world_size": 2, "flavour": "tiny"}
@@ -68,7 +68,7 @@ def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     from dlbench.analysis import points
     from dlbench.errors import BadInput
     from dlbench.measurement.capabilities import unsupported_reason
-    from dlbench.runner.config import PRECISIONS, check_compile_mode, check_precision
+    from dlbench.measurement.config import PRECISIONS, check_compile_mode, check_precision
 
     assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"
     assert check_precision("FP8") == "fp8" and check_precision("int8-weight-only") == "int8-weight-only"  # infer
@@ -88,7 +88,7 @@ def test_precision_and_compile_names_are_taken_in_any_case(capsys):
     # Workload names were taken in any case, precisions not: `-p AMP-FP16` was "unknown precision".
     from dlbench.analysis.estimate import estimate
     from dlbench.cli.reference import filter_published
-    from dlbench.runner.config import check_compile_mode, check_precision
+    from dlbench.measurement.config import check_compile_mode, check_precision
     from dlbench.runner.plan import RunOptions, validate_options
 
     assert check_precision(" AMP-FP16") == "amp-fp16" and check_compile_mode("Max-Autotune") == "max-autotune"

@@ -171,7 +171,7 @@ def test_a_launcher_killed_by_a_signal_is_named_so(tmp_path):
 
 
 def test_a_torchrun_rank_blames_a_lost_peer_or_a_collective_timeout_on_the_group():
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.joined import rank_failure
 
     config = RunConfig("resnet50", batch_size=8, device="cpu", world_size=2)
@@ -205,7 +205,7 @@ def test_a_rank_out_of_memory_is_recorded_as_oom_not_error():
     # What a rank writes into its status file, from which the group's result takes its status (see above).
     import torch
 
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.rank_worker import classify
 
     config = RunConfig("resnet50", batch_size=512, device="cuda", world_size=2)

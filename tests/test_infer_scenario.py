@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from dlbench import scenarios
+from dlbench.measurement.config import RunConfig
 from dlbench.measurement.device import DeviceFacts
-from dlbench.runner.config import RunConfig
 from dlbench.scenarios.infer import LATENCY_REQUESTS_PER_STEP, InferConfig, InferScenario
 
 pytestmark = pytest.mark.usefixtures("one_cpu_thread")

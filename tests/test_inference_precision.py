@@ -53,7 +53,7 @@ def test_the_precision_lists():
 
 
 def test_train_refuses_the_inference_precisions():
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.scenarios import unsupported_reason
 
     for precision in ("fp16", "bf16", "int8-weight-only", "fp8"):

@@ -9,7 +9,7 @@ import pytest
 
 from dlbench.analysis.stats import summarize
 from dlbench.measurement.capabilities import unsupported_reason
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.scenarios import UnsupportedConfig, measure
 from dlbench.workloads.base import Workload
 

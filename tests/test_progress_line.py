@@ -13,7 +13,7 @@ def test_progress_line_names_the_batch_size_auto_measured():
     from rich.console import Console
 
     from dlbench.cli.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True)
     config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, seq_len=None,

@@ -43,7 +43,7 @@ def test_cpu_run_in_80_columns_keeps_names_readable():
 def test_progress_line_of_a_skipped_configuration_is_not_red():
     # `-p tf32` on a CPU is skipped with a reason; the progress line printed it in red like a failure.
     from dlbench.cli.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True, force_terminal=True, color_system="standard")
     config = RunConfig(workload="resnet50", precision="tf32", compile="off", batch_size=8, seq_len=None,
@@ -81,7 +81,7 @@ def test_progress_line_prints_an_error_with_brackets_literally():
     # A failed configuration whose error held "[/dev/shm/...]" raised rich's MarkupError in the progress
     # display: a traceback, and the rest of the sweep was never measured.
     from dlbench.cli.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True)
     config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, seq_len=None,
@@ -97,7 +97,7 @@ def test_progress_line_prints_an_error_with_brackets_literally():
 def test_throughput_below_one_sample_per_second_keeps_two_significant_digits():
     # The CPU quick suite's full-size ResNet-50 (0.14 images/s) and BERT (0.07 sequences/s) both read "0.1".
     from dlbench.cli.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     text = _render([_result(samples_per_s=0.1406), _result(samples_per_s=0.0712, precision="amp-bf16")], 140)
     assert "0.14" in text and "0.071" in text
@@ -147,7 +147,7 @@ def test_progress_lines_in_a_log_file_are_not_wrapped():
     import io
 
     from dlbench.cli.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     log = io.StringIO()
     console = Console(file=log, width=80)

@@ -10,7 +10,7 @@ import pytest
 
 from dlbench import scenarios
 from dlbench.errors import BadInput
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.scenarios.base import Scenario, metric
 from dlbench.scenarios.train import TrainConfig, TrainScenario
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dlbench.measurement.config import RunConfig
 from dlbench.runner.batch_search import RESOLUTION, find_batch_size
-from dlbench.runner.config import RunConfig
 from dlbench.runner.plan import Plan, PlannedConfig
 from dlbench.runner.sweep import SweepObserver, run_sweep
 from fault_workloads import processes_with_env

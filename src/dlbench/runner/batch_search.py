@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 MAX_BATCH_SIZE = 4096
 RESOLUTION = 1 / 16  # stop bisecting when (smallest failed - largest ok) <= largest ok / 16

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench import __version__
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.schema.keys import DEFAULT_SCENARIO, PRIMARY_METRICS, SCHEMA_VERSION, STATUSES, STEP_TIME_KEYS
 from dlbench.schema.metrics import training_metrics
 

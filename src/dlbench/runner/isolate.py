@@ -15,7 +15,7 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.runner.launchers import Interrupted, Job, OnEvent, Outcome, launch
 
 

@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from dlbench.errors import BadInput
+from dlbench.measurement.config import RunConfig, check_compile_mode, check_precision
 
 # Device facts and resolution are shared with every scenario (measurement/); the planner re-exports them.
 from dlbench.measurement.device import DeviceFacts, resolve_device  # noqa: F401 - re-exported
-from dlbench.runner.config import RunConfig, check_compile_mode, check_precision
 
 GPU_DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad", "bert-large-squad")
 GPU_DEFAULT_COMPILE: tuple[str, ...] = ("off", "default")

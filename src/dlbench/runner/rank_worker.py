@@ -76,7 +76,7 @@ def classify(exc: BaseException, config=None) -> tuple[str, str]:
 
 
 def _measure(job: dict[str, Any], dist_env, status: StatusFile) -> Any:
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.distributed import measure_distributed, rank_sampler
 
     config = RunConfig.from_dict(job["config"])

@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dlbench.measurement.config import RunConfig
 from dlbench.measurement.thermal import (
     DEFAULT_MAX_START_TEMP_C,
     DEFAULT_MAX_WAIT_S,
     GpuThermometer,
     wait_until_cool,
 )
-from dlbench.runner.config import RunConfig
 from dlbench.runner.document import make_result
 from dlbench.runner.isolate import run_worker
 from dlbench.runner.launchers import Interrupted

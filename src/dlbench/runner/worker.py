@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from dlbench.jsonio import write_json_atomic
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     pipe = ProgressPipe(args.progress_fd)
     pipe.send({"event": "started", "pid": os.getpid()})

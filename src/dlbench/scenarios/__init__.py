@@ -19,8 +19,8 @@ from dlbench.scenarios.infer import InferScenario
 from dlbench.scenarios.train import TrainScenario
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 __all__ = ["SCENARIOS", "Scenario", "UnsupportedConfig", "get", "measure", "names", "unsupported_reason"]
 

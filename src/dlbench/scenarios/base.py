@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 Progress = Callable[[str, int, int], None]
 

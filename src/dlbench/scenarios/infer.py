@@ -47,8 +47,8 @@ from dlbench.scenarios.base import Scenario, metric
 from dlbench.scenarios.train import _attention_impl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 # What `dlbench run --scenario infer` measures when -w / -p / -c are not given (docs/infer.md says why).
 DEFAULT_WORKLOADS: tuple[str, ...] = ("resnet50", "bert-base-squad")
@@ -111,8 +111,8 @@ def _count_forward_flops(workload: Any, config: Any, batch_size: int) -> float:
 @functools.lru_cache(maxsize=64)
 def forward_flops_per_sample(workload_name: str, flavour: str = "full", seq_len: int | None = None) -> float:
     """Forward FLOPs per sample of a registered workload (counted on the meta device; cached per process)."""
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.flops import COUNT_BATCH
-    from dlbench.runner.config import RunConfig
     from dlbench.workloads import registry
 
     config = RunConfig(workload=workload_name, flavour=flavour, seq_len=seq_len, device="meta")

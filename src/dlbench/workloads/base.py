@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 GIB = 1024**3
 
