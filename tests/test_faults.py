@@ -115,8 +115,8 @@ def test_a_host_allocation_failure_is_out_of_memory(tmp_path):
 
 def test_a_rank_that_fails_itself_under_torchrun_names_itself(monkeypatch):
     """`torchrun -m dlbench run`: a rank's own error (not a lost peer) records `failed_rank`, as `--gpus N` does."""
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner import distributed, joined
-    from dlbench.runner.config import RunConfig
     from dlbench.runner.distributed import DistEnv
     from dlbench.runner.plan import PlannedConfig
 
