@@ -21,9 +21,10 @@ from dlbench.errors import BadInput
 from dlbench.schema.keys import DEFAULT_SCENARIO
 
 # The fields that identify one measured configuration; two results are compared only when all agree. The scenario
-# first: a training result is never paired with an inference result of the same model and batch size.
+# first: a training result is never paired with an inference result of the same model and batch size. A generate
+# result's prompt length is its `seq_len`; `new_tokens` (absent elsewhere) keeps pp512/tg128 apart from pp512/tg32.
 CONFIG_KEYS: tuple[str, ...] = ("scenario", "workload", "precision", "compile", "batch_size", "seq_len",
-                                "world_size", "flavour")
+                                "world_size", "flavour", "new_tokens")
 
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
@@ -97,7 +98,11 @@ def config_parts(config: Mapping[str, Any], *, words: bool = False, workload: bo
         parts += [compile_name(compile_mode), f"bs {batch}"]
     else:
         parts += [f"compile={compile_mode}", f"bs={batch}"]
-    if config.get("seq_len"):
+    if config.get("new_tokens"):  # generate: prompt and output lengths, as llama-bench's pp512 / tg128
+        prompt = config.get("prompt_len") or config.get("seq_len")
+        parts += ([f"prompt {prompt}", f"{config['new_tokens']} new tokens"] if words
+                  else [f"pp={prompt}", f"tg={config['new_tokens']}"])
+    elif config.get("seq_len"):
         parts.append(f"seq {config['seq_len']}" if words else f"seq={config['seq_len']}")
     if world_size > 1 and not per_device:
         parts.append(f"{world_size} GPUs" if words else f"x{world_size}")

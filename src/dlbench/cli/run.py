@@ -113,9 +113,10 @@ def run(
         "reduce-overhead. Default on a GPU: off and default; on a CPU: off."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or "
                                "mps. ROCm GPUs are cuda devices."),
-    batch_size: str | None = typer.Option(
-        None, "--batch-size", "-b", help="Batch size per device (a positive integer), or 'auto' to find the "
-        "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
+    batch_size: list[str] = typer.Option(
+        [], "--batch-size", "-b", help="Batch size per device (a positive integer; repeatable: -b 1 -b 8 measures "
+        "each), or 'auto' to find the largest that trains. Default: per workload, scaled with device memory "
+        "(generate: 1).", metavar="N|auto"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
     warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
@@ -143,8 +144,15 @@ def run(
         "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
         "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
     scenario: str = typer.Option("train", "--scenario", help="Kind of benchmark to run. Default train: "
-                                 "forward, loss, backward and optimizer steps (samples/s). An unknown name "
-                                 "lists the scenarios."),
+                                 "forward, loss, backward and optimizer steps (samples/s); generate: LLM "
+                                 "prefill and decode with a static KV cache (tokens/s, TTFT, TPOT; "
+                                 "docs/generate.md). An unknown name lists the scenarios."),
+    prompt_len: int | None = typer.Option(None, "--prompt-len", help="--scenario generate: prompt tokens "
+                                          "(synthetic ids) prefilled before decoding. Default 512 (llama-bench "
+                                          "pp512); 64 in the CPU quick check."),
+    new_tokens: int | None = typer.Option(None, "--new-tokens", help="--scenario generate: tokens generated "
+                                          "greedily after the prompt, EOS ignored. Default 128 (tg128); 16 in the "
+                                          "CPU quick check."),
     db: str | None = db_option(),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
@@ -154,13 +162,16 @@ def run(
     """
     from dlbench.cli._common import console, table_console
     from dlbench.errors import BadInput
-    from dlbench.runner.plan import RunOptions, check_workloads, validate_options
+    from dlbench.runner.plan import RunOptions, check_scenario_workloads, check_workloads, validate_options
 
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
-        batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
-        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario))
+        batch_size=batch_size[0] if len(batch_size) == 1 else None,
+        batch_sizes=list(batch_size) if len(batch_size) > 1 else [], seq_len=seq_len, warmup=warmup, steps=steps,
+        repeats=repeats, seed=seed,
+        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario, prompt_len=prompt_len, new_tokens=new_tokens))
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    check_scenario_workloads(options, options.workloads, "tiny" if tiny else "full")
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
     if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (measurement.seeding seeds all three)

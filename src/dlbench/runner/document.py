@@ -75,14 +75,18 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
 
 def _add_scenario_metrics(result: dict[str, Any], config: RunConfig, measurement: dict[str, Any] | None) -> None:
     """A result of another scenario than training: its name, its headline and the metrics it derives from the
-    raw values (`Scenario.metrics`); the training fields above hold what applies (infer: the offline batches)."""
+    raw values (`Scenario.metrics`); the training fields above hold what applies (infer: the offline batches;
+    generate: the decode steps), and the values its metrics read besides the times (generate: the lengths, the
+    bytes read per decode step, the prefill's FLOPs, the GPU's name)."""
     from dlbench import scenarios
 
     scenario = scenarios.get(config.scenario)
     result["scenario"] = scenario.name
     result["primary_metric"] = scenario.headline
     m = measurement or {}
-    for key in ("weight_bytes", "latency_batch_size", "latency_warmup_times_s", "compile_times_s"):
+    for key in ("weight_bytes", "latency_batch_size", "latency_warmup_times_s", "compile_times_s",
+                "prompt_len", "new_tokens", "decode_weight_bytes", "kv_bytes_per_position", "prefill_flops",
+                "device_name", "device_memory_bytes", "warmup"):
         if key in m:
             result[key] = m[key]
     result["metrics"] = scenario.metrics(m, config) if measurement is not None else {}
@@ -98,7 +102,8 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         "seq_len": m.get("seq_len", config.seq_len),
         "device": m.get("device") or config.device,
         "warmup_step_times_s": [float(t) for t in m.get("warmup_step_times_s", [])],
-        # a scenario's own per-repeat values (infer: the latency requests) stay beside the step times
+        # a scenario's own per-repeat values (infer: the latency requests; generate: the TTFT) stay beside the
+        # step times
         "repeats": [{**r, "step_times_s": times} for r, times in zip(m.get("repeats", []), repeats, strict=True)],
         "compile_time_s": m.get("compile_time_s"),
         "peak_memory_bytes": m.get("peak_memory_bytes"),

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlbench.errors import BadInput
 from dlbench.scenarios.base import Scenario, UnsupportedConfig
+from dlbench.scenarios.generate import GenerateScenario
 from dlbench.scenarios.infer import InferScenario
 from dlbench.scenarios.train import TrainScenario
 
@@ -27,6 +28,7 @@ __all__ = ["SCENARIOS", "Scenario", "UnsupportedConfig", "get", "measure", "name
 SCENARIOS: dict[str, Scenario] = {
     "train": TrainScenario(),
     "infer": InferScenario(),
+    "generate": GenerateScenario(),
 }
 
 

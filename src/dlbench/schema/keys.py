@@ -48,5 +48,7 @@ def cut_short(doc: dict) -> int | None:
 # What a version-1 result measured: every version-1 document is training.
 DEFAULT_SCENARIO = "train"
 # The headline metric of each scenario, and its throughput (what rankings and scaling read).
-PRIMARY_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s"}
-THROUGHPUT_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s"}  # infer: offline
+PRIMARY_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s",
+                                  "generate": "decode_tokens_per_s"}
+THROUGHPUT_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s",  # infer: offline
+                                     "generate": "decode_tokens_per_s"}
