@@ -8,7 +8,10 @@ Each fails in `make_inputs`, which `measure()` calls in the worker process befor
 - `fault-oom-above`: the tiny ResNet, but batches larger than `DLBENCH_FAULT_MAX_BATCH` (default 12) raise
   OOM, for `--batch-size auto`;
 - `fault-error-above`: the same, but the larger batches fail with cuDNN's CUDNN_STATUS_NOT_SUPPORTED (not a
-  memory error), as some convolutions do past a batch size.
+  memory error), as some convolutions do past a batch size;
+- `fault-host-oom`: allocates `DLBENCH_FAULT_ALLOC_BYTES` (default 2**40, a terabyte) of host memory, which
+  torch's CPU allocator refuses ("DefaultCPUAllocator: can't allocate memory"), as a too-large batch does on a
+  CPU.
 """
 
 from __future__ import annotations
@@ -68,11 +71,19 @@ class ErrorAbove(_Fault):
                                "a non-contiguous input.")
 
 
+class HostOom(_Fault):
+    def fault(self, batch_size: int) -> None:
+        import torch
+
+        torch.empty(int(os.environ.get("DLBENCH_FAULT_ALLOC_BYTES", str(2**40))), dtype=torch.uint8)
+
+
 register(Oom("fault-oom"))
 register(Hang("fault-hang"))
 register(Crash("fault-crash"))
 register(OomAbove("fault-oom-above"))
 register(ErrorAbove("fault-error-above"))
+register(HostOom("fault-host-oom"))
 
 
 def processes_with_env(name: str, value: str) -> list[int]:

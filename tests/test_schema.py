@@ -21,6 +21,7 @@ from cli_helpers import cli
 from dlbench import schema
 from dlbench.errors import DataError
 from dlbench.schema import metrics
+from dlbench.store.schema import HEAD_REVISION
 
 V1 = Path(__file__).parent / "data" / "v1"
 V1_FILES = ("run.json", "run_failed.json", "run_scaling.json")
@@ -225,7 +226,7 @@ def test_version_1_database_lists_shows_compares_and_reports(capsys, tmp_path):
     listed = json.loads(out)
     assert sorted(run["run_id"] for run in listed) == sorted(_v1(name)["run_id"] for name in V1_FILES)
     with sqlite3.connect(path) as conn:  # opening it migrated it
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == "0003"
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == HEAD_REVISION  # migrated to the newest revision
     for name in V1_FILES:
         code, out, err = cli(capsys, "results", "show", _v1(name)["run_id"], "--db", url, "--json")
         assert code == 0, err

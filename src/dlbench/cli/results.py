@@ -58,6 +58,13 @@ def _when(iso: str) -> str:
     return parse_created_at(iso).isoformat(sep=" ", timespec="minutes")[:16]
 
 
+def _counts(run: dict) -> str:
+    """"2/2": configurations ok of those planned; "1/2, cut short": the run stopped part-way (killed,
+    interrupted, or a failed rank), keeping what it had measured."""
+    text = f"{run['num_ok']}/{run['planned_results']}"
+    return text + ", cut short" if run["cut_short"] else text
+
+
 def _gpu_text(names: list[str], count: int) -> str:
     if not names:
         return "no GPU"
@@ -212,12 +219,12 @@ def register(app: typer.Typer) -> None:
         # Run ids and dates stay whole (they are what one copies); names wrap in a narrow terminal.
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1, 0, 0))
         for header, whole in (("run id", True), ("created (UTC)", True), ("host", False), ("GPU", False),
-                              ("ok/all", True), ("scenario", False), ("workloads", False), ("dlbench", True)):
+                              ("ok/planned", True), ("scenario", False), ("workloads", False), ("dlbench", True)):
             table.add_column(header, no_wrap=whole, min_width=16 if header == "created (UTC)" else None,
                              overflow="ellipsis" if whole else "fold")
         for run in found:
             _row(table, run["run_id"][:12], _when(run["created_at"]), run["hostname"] or "-",
-                          _gpu_text(run["gpus"], run["gpu_count"]), f"{run['num_ok']}/{run['num_results']}",
+                          _gpu_text(run["gpus"], run["gpu_count"]), _counts(run),
                           ", ".join(run.get("scenarios") or ["train"]), ", ".join(run["workloads"]),
                           run["dlbench_version"])
         table_console().print(table)

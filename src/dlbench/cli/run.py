@@ -5,7 +5,10 @@ Exercised by `dlbench run` (default suite for the device found), `dlbench run -w
 (`runner.planning`), measure each configuration in its own child (`runner.sweep`), then build the result document
 (`runner.document`) and hand it to `RunSaver.save`, which writes the JSON and stores it in the database. Exit codes: 0 every configuration ok or skipped,
 1 some configuration failed (oom/error/timeout; the document is still written), 2 bad input, 130 interrupted
-(Ctrl-C; what was measured is written), 143 terminated (SIGTERM; same).
+(Ctrl-C; what was measured is written), 143 terminated (SIGTERM; same). A results database that cannot take the
+run (corrupt, read-only, its disk full, unreachable) does not change the exit code, which says how the
+measurements went: one `error: run not stored in the database: ...` line names the JSON file that holds the run
+(`dlbench results import` loads it later), and the database file is left as it was.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class RunSaver:
     `save` is called after every configuration and once at the end, so an interrupted sweep keeps what it
     measured; the store replaces the run's earlier partial copy (same run_id) in one transaction. A database
     that cannot be used (corrupt file, unreachable server, SQLAlchemy missing) never loses the run: the JSON is
-    on disk already, a warning says so once, and `dlbench results import` can load it later.
+    on disk already, one `error:` line says so once, and `dlbench results import` can load it later.
     """
 
     def __init__(self, db_url: str | None = None, on_warning=None) -> None:
@@ -72,7 +75,7 @@ class RunSaver:
             self._failed = True
             reason = exc.message if isinstance(exc, BadInput) else f"{exc} (install dlbench's dependencies)"
             if self.on_warning is not None:
-                self.on_warning(f"warning: run not stored in the database: {reason}; the result is in {json_file} "
+                self.on_warning(f"error: run not stored in the database: {reason}; the result is in {json_file} "
                                 "(`dlbench results import` loads it later)")
 
     def close(self) -> None:
@@ -182,7 +185,8 @@ def run(
     from dlbench.runner.distributed import detect
 
     dist_env = detect()
-    saver = RunSaver(db, on_warning=lambda line: err.print(line, style="yellow", highlight=False, markup=False))
+    saver = RunSaver(db, on_warning=lambda line: err.print(line, style="yellow", highlight=False, markup=False,
+                                                       soft_wrap=True))  # one line, whole, in a log too
     try:
         if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
             code = _run_joined(options, dist_env, err, out, json_path, quiet, saver.save)
@@ -237,7 +241,8 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
         add_vs_published(results, planned.environment)  # ratio to / rank among published results
         return build_document(results, planned.environment, run_id=run_id, command=command,
-                              notes=[*plan.notes, *extra_notes], created_at=created_at)
+                              notes=[*plan.notes, *extra_notes], created_at=created_at,
+                              planned_results=len(plan.items))
 
     def save_partial(result: dict[str, Any]) -> None:
         results.append(result)
@@ -319,7 +324,8 @@ def _run_joined(options, dist_env, err, out, json_path: Path | None, quiet: bool
             def document(extra_notes: list[str]) -> dict[str, Any]:
                 add_scaling_efficiency(results)
                 return build_document(results, environment, run_id=run_id, command=command,
-                                      notes=[*notes, *extra_notes], created_at=created_at)
+                                      notes=[*notes, *extra_notes], created_at=created_at,
+                                      planned_results=len(plan.items))
 
             state.update(plan=plan, document=document)
             observer = SweepObserver()

@@ -140,10 +140,11 @@ def _group_efficiency(telemetry: Any, samples_per_s: float | None) -> Any:
 
 def build_document(results: list[dict[str, Any]], environment: dict[str, Any], run_id: str | None = None,
                    command: list[str] | None = None, notes: list[str] | None = None,
-                   created_at: str | None = None) -> dict[str, Any]:
+                   created_at: str | None = None, planned_results: int | None = None) -> dict[str, Any]:
     """The schema-v2 document. `command` is the argv that produced it; `notes` free text (quick suite,
-    interrupted run)."""
-    return {
+    interrupted run); `planned_results` how many configurations the sweep planned (fewer results: cut short,
+    `dlbench.schema.cut_short`), left out when not given."""
+    document = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id or new_run_id(),
         "created_at": created_at or utc_now_iso(),
@@ -153,6 +154,9 @@ def build_document(results: list[dict[str, Any]], environment: dict[str, Any], r
         "command": list(command) if command is not None else None,
         "notes": list(notes or []),
     }
+    if planned_results is not None:
+        document["planned_results"] = planned_results
+    return document
 
 
 def utc_now_iso() -> str:

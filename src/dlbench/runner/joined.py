@@ -73,6 +73,9 @@ def measure_item(item, dist_env: DistEnv, progress: Callable[[str, int, int], No
         raise
     except Exception as exc:  # noqa: BLE001 - this rank cannot go on; torchrun stops the rest
         status, error = rank_failure(exc, config, dist_env.rank, timeout_s)
+        # This rank's own failure names it, as the launcher's outcome does under `--gpus N`; a rank that only lost
+        # a peer or waited for one cannot tell which rank failed (its node's torchrun output names it).
+        extra["failed_rank"] = dist_env.rank if error.startswith(f"rank {dist_env.rank}: ") else None
         raise RankFailed(make_result(config, status, error, extra=extra), error) from exc
     extra.update({k: combined.pop(k) for k in ("nodes", "ranks", "ddp") if k in combined})
     extra["telemetry_reason"] = combined.pop("telemetry_reason", None)

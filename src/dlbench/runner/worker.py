@@ -71,6 +71,9 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
 # "CUDA error: HIPBLAS_STATUS_ALLOC_FAILED when calling `hipblasCreate(handle)`" (ATen/cuda/Exceptions.h).
 LIBRARY_ALLOC_FAILED = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED",
                         "HIPBLAS_STATUS_ALLOC_FAILED")
+# Host memory: torch's CPU allocator says "DefaultCPUAllocator: can't allocate memory: you tried to allocate N
+# bytes" (a RuntimeError), where a GPU would raise OutOfMemoryError; the same failure, the same status.
+HOST_ALLOC_FAILED = ("can't allocate memory",)
 
 
 # Text of a failure inside a CUDA (or ROCm) library call: what cuBLAS/cuDNN raise when an allocation they make
@@ -80,9 +83,10 @@ DEVICE_LIBRARY_ERROR = ("CUDA error", "CUBLAS_STATUS_", "CUDNN_STATUS_", "cuDNN 
 
 
 def is_oom(exc: BaseException) -> bool:
-    """A device out-of-memory error: torch.OutOfMemoryError, a RuntimeError saying "out of memory" (older
-    torch, MPS, ROCm, "CUDA error: out of memory") or a CUDA library's allocation failure, raised directly or
-    as the cause of another error (torch.compile wraps what happens while it compiles).
+    """An out-of-memory error: torch.OutOfMemoryError, a RuntimeError saying "out of memory" (older torch, MPS,
+    ROCm, "CUDA error: out of memory"), a CUDA library's allocation failure, or the host's memory running out
+    (torch's CPU allocator, Python's MemoryError), raised directly or as the cause of another error
+    (torch.compile wraps what happens while it compiles).
 
     The error being handled when this one was raised (`__context__`) counts only when this one is itself a
     CUDA-library failure: cuBLAS/cuDNN fail that way inside torch's OOM handling (freeing the cache and retrying
@@ -100,12 +104,13 @@ def is_oom(exc: BaseException) -> bool:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if oom_types and isinstance(current, oom_types):
+        if isinstance(current, MemoryError) or (oom_types and isinstance(current, oom_types)):
             return True
         library_error = False
         if isinstance(current, RuntimeError):
             text = str(current)
-            if "out of memory" in text.lower() or any(code in text for code in LIBRARY_ALLOC_FAILED):
+            if "out of memory" in text.lower() or any(code in text for code in (*LIBRARY_ALLOC_FAILED,
+                                                                                 *HOST_ALLOC_FAILED)):
                 return True
             library_error = any(marker in text for marker in DEVICE_LIBRARY_ERROR)
         if current.__cause__ is not None:

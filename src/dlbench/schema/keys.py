@@ -32,6 +32,19 @@ METRIC_STAT_KEYS: tuple[str, ...] = ("mean", "p5", "p50", "p90", "p95", "p99")
 METRIC_LIST_KEYS: tuple[str, ...] = ("repeats", "raw")
 BETTER: tuple[str, ...] = ("higher", "lower")
 
+# Optional top-level key: how many configurations the run planned. A document with fewer results was cut short
+# (its process killed, interrupted, or stopped by a failed rank); `dlbench run` saves after every configuration.
+PLANNED_RESULTS = "planned_results"
+
+
+def cut_short(doc: dict) -> int | None:
+    """The number of configurations `doc` planned when it holds fewer results than that (a run cut short), else
+    None (finished, or a document that does not say what it planned)."""
+    planned = doc.get(PLANNED_RESULTS)
+    done = len(doc.get("results") or [])
+    return planned if isinstance(planned, int) and not isinstance(planned, bool) and planned > done else None
+
+
 # What a version-1 result measured: every version-1 document is training.
 DEFAULT_SCENARIO = "train"
 # The headline metric of each scenario, and its throughput (what rankings and scaling read).

@@ -87,6 +87,7 @@ _TOP_REQUIRED = {
 }
 _TOP_OPTIONAL = {
     "command": _OPT_STR_LIST,
+    "planned_results": (_nullable(lambda v: _is_int(v) and 0 <= v < 2**31), "an integer from 0 to 2**31 - 1 or null"),
     "notes": (_nullable(lambda v: isinstance(v, str) or _list_of(lambda x: isinstance(x, str))(v)),
               "a string, a list of strings or null"),
 }

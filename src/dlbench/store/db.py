@@ -128,6 +128,8 @@ def database_errors(label: str) -> Iterator[None]:
         if "unable to open" in low:
             raise DataError(f"{label}: cannot open the database file ({reason}); does its folder exist and "
                             "is it writable?") from None
+        if "disk is full" in low or "disk i/o error" in low:  # SQLite's SQLITE_FULL, SQLITE_IOERR
+            raise DataError(f"{label}: cannot write the database ({reason}); is its disk full?") from None
         if is_locked_error(exc):
             raise DataError(f"{label}: the database stayed locked by another process ({reason}); "
                             "try again when the other dlbench command has finished") from None

@@ -137,6 +137,7 @@ def run_row(doc: dict, imported_at: datetime) -> dict:
         "environment_json": dumps(env),
         "document_json": dumps(doc),
         "imported_at": to_db_time(imported_at),
+        "planned_results": doc.get("planned_results"),
     }
 
 

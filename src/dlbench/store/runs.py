@@ -240,9 +240,11 @@ class Store:
     def list_runs(self, gpu: str | None = None, workload: str | None = None,
                   since: datetime | None = None) -> list[dict]:
         """Stored runs, newest first. `gpu` and `workload` match case-insensitive substrings; `since` is
-        inclusive (an aware datetime, or naive meaning UTC)."""
+        inclusive (an aware datetime, or naive meaning UTC). Each run has its counts of results (`num_results`,
+        `num_ok`), the configurations it planned (`planned_results`) and whether it was `cut_short` (fewer
+        results than planned: its process killed, interrupted, or stopped by a failed rank)."""
         query = sa.select(runs.c.run_id, runs.c.created_at, runs.c.hostname, runs.c.gpu_names, runs.c.gpu_count,
-                          runs.c.dlbench_version)
+                          runs.c.dlbench_version, runs.c.planned_results)
         if gpu:
             query = query.where(sa.func.lower(runs.c.gpu_names).contains(gpu.lower(), autoescape=True))
         if workload:
@@ -277,6 +279,7 @@ class Store:
         out = []
         for row in selected:
             entry = summary.get(row.run_id, {"num_results": 0, "num_ok": 0, "workloads": [], "scenarios": []})
+            planned = row.planned_results if row.planned_results is not None else entry["num_results"]
             out.append({
                 "run_id": row.run_id,
                 "created_at": rows.from_db_time(row.created_at),
@@ -285,6 +288,8 @@ class Store:
                 "gpu_count": row.gpu_count,
                 "dlbench_version": row.dlbench_version,
                 **entry,
+                "planned_results": planned,
+                "cut_short": planned > entry["num_results"],  # killed, interrupted or stopped part-way
             })
         return out
 

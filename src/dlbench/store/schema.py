@@ -4,7 +4,8 @@ This is the schema at the newest migration; the migrations under `migrations/ver
 and `tests/test_migrations.py` checks that the two agree. Change a table here only together with a new
 migration.
 
-- `runs`: one row per run, with the full result document as JSON text (the source of truth for `get_run`).
+- `runs`: one row per run, with the full result document as JSON text (the source of truth for `get_run`) and
+  the number of configurations it planned (fewer results: the run was cut short).
 - `results`: one row per result (configuration) of a run, with the flat numeric columns for querying: its
   scenario and headline metric (`primary_metric`, `primary_value`, `primary_unit`) for every scenario, and the
   training columns (`samples_per_s`, step times) that version-1 results filled.
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 
 # The newest migration, i.e. the revision these tables correspond to (a test checks it against Alembic's
 # head). A database already at this revision opens without loading Alembic at all.
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_name)s",
@@ -47,6 +48,7 @@ runs = sa.Table(
     sa.Column("environment_json", sa.Text(), nullable=False),
     sa.Column("document_json", sa.Text(), nullable=False),
     sa.Column("imported_at", sa.DateTime(), nullable=False),  # UTC, when this row was written
+    sa.Column("planned_results", sa.Integer()),  # migration 0004: configurations planned (null: not recorded)
 )
 
 results = sa.Table(

@@ -10,6 +10,7 @@ from typing import Any
 
 from dlbench.analysis.ranking import canonical_gpu
 from dlbench.report import fmt
+from dlbench.schema import cut_short
 
 
 def run_info(doc: dict[str, Any], index: int, count: int, by_host: bool = False) -> dict[str, Any]:
@@ -25,7 +26,10 @@ def run_info(doc: dict[str, Any], index: int, count: int, by_host: bool = False)
     short = str(doc.get("run_id") or f"run{index + 1}")[:8]
     software = " \u00b7 ".join(f"{label} {env[key]}" for label, key in
                                (("PyTorch", "torch_version"), ("CUDA", "cuda_version")) if env.get(key))
+    planned = cut_short(doc)
     return {"run_id": doc.get("run_id"), "short": short, "created_at": doc.get("created_at"),
+            "cut_short": None if planned is None else
+            f"cut short: {len(doc.get('results') or [])} of {planned} configurations",
             "hostname": env.get("hostname"), "gpus": gpu_text, "software": software or fmt.DASH,
             "tag": env["hostname"] if by_host else short, "by_host": by_host,
             "prefix": (env["hostname"] if by_host else f"run {short}") if count > 1 else None}
@@ -43,7 +47,9 @@ def facts(runs: list[dict[str, Any]]) -> list[dict[str, str]]:
 
     if len(runs) <= FACT_RUNS_MAX:
         return [card for run in runs for card in (
-            {"k": f"Run {run['short']}", "v": run["gpus"]}, {"k": "Software", "v": run["software"]},
+            {"k": f"Run {run['short']}",
+             "v": run["gpus"] + (f" \u00b7 {run['cut_short']}" if run.get("cut_short") else "")},
+            {"k": "Software", "v": run["software"]},
             {"k": "Host \u00b7 created (UTC)", "v": f"{run['hostname'] or fmt.DASH} \u00b7 {when(run)}"})]
     times = sorted(when(r) for r in runs if r["created_at"])
     hosts = sorted({r["hostname"] for r in runs if r["hostname"]}, key=fmt.natural_key)  # "first, …, last"
@@ -54,6 +60,8 @@ def facts(runs: list[dict[str, Any]]) -> list[dict[str, str]]:
         {"k": "Hosts", "v": f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}: {shown}" if hosts else fmt.DASH},
         {"k": "Hardware", "v": counted(r["gpus"] for r in runs)},
         {"k": "Software", "v": counted(r["software"] for r in runs)},
+        *([{"k": "Cut short", "v": ", ".join(f"{r['tag']} ({r['cut_short']})" for r in runs if r.get("cut_short"))}]
+          if any(r.get("cut_short") for r in runs) else []),
     ]
 
 

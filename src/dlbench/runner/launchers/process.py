@@ -37,7 +37,7 @@ from dlbench.runner.launchers import (
 
 KILL_GRACE_S = 5.0
 # Last words of a child that died of an out-of-memory error it did not catch itself.
-OOM_WORDS = ("outofmemoryerror", "out of memory", "memoryerror")
+OOM_WORDS = ("outofmemoryerror", "out of memory", "memoryerror", "can't allocate memory")
 
 
 def run(job: Job, timeout_s: float, on_event: OnEvent | None = None) -> Outcome:
