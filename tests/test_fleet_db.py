@@ -144,3 +144,42 @@ def test_a_fleet_of_120_nodes_saves_at_once_and_fleet_flags_the_slow_ones(fleet_
     assert code == 1
     assert {f["host"] for f in json.loads(out)["flagged"]} == SLOW | {"old004"}
     assert stored(fleet_db)[0] == after  # reading changed nothing
+
+
+def test_get_runs_reads_many_runs_at_once_in_the_order_asked():
+    """`dlbench fleet` loads every stored run in a few queries (`Store.get_runs`), as `get_run` would one by one."""
+    from dlbench.errors import BadInput
+    from dlbench.store import open_store
+
+    docs = fleet(count=12)
+    with open_store() as store:
+        for doc in docs:
+            store.save_run(doc)
+        ids = [d["run_id"] for d in reversed(docs)]
+        assert store.get_runs(ids) == [store.get_run(i) for i in ids]
+        assert store.get_runs([]) == []
+        with pytest.raises(BadInput, match="no stored run"):
+            store.get_runs([ids[0], "f" * 32])
+
+
+def test_the_pooled_reference_gives_scipys_p_values():
+    """`compare.Reference` (a fleet's pooled step times, sorted once) gives the p-values of SciPy's own tests on
+    the two lists, ties and constant samples included; small samples go to SciPy itself (its exact test)."""
+    from dlbench.analysis.compare import Reference, significance
+
+    rng = np.random.default_rng(15)
+    for trial in range(120):
+        na, nb = int(rng.integers(3, 400)), int(rng.integers(3, 200))
+        a = rng.normal(0.1, 0.001, na)
+        b = rng.normal(0.1 + rng.normal(0, 0.0005), 0.001, nb)
+        if trial % 3 == 0:  # step times read from a coarse clock tie
+            a, b = np.round(a, 4), np.round(b, 4)
+        if trial % 7 == 0:
+            b = np.full(nb, a[0])
+        fast = significance(Reference(a), b.tolist())
+        slow = significance(a.tolist(), b.tolist())
+        assert fast["significant"] == slow["significant"] and fast["reason"] == slow["reason"], trial
+        for key in ("welch_p", "mannwhitney_p"):
+            assert (fast[key] is None) == (slow[key] is None), (trial, key)
+            if slow[key] is not None:
+                assert fast[key] == pytest.approx(slow[key], rel=1e-9, abs=1e-300), (trial, key)

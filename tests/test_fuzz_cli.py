@@ -201,3 +201,13 @@ def test_the_commands_are_all_there():
     assert {"run", "comm", "fleet", "report", "compare", "doctor", "results list", "results show",
             "results import", "results export", "results delete", "gpus", "advise", "estimate", "cost", "fit",
             "reference list"} <= names
+
+
+def test_an_argument_that_is_not_utf8_is_one_error_line(world):
+    """Found by the fuzzing: `dlbench results list --gpu $'\\xff'` (Python keeps the byte as a lone surrogate) was
+    an internal error when SQLite could not encode it; now every command refuses such an argument up front."""
+    for argv in (["results", "list", "--gpu", "\udcff"], ["fleet", "--host", "node\udcff"],
+                 ["results", "import", "/tmp/\udcff.json"]):
+        code, out, err = run_cli(argv)
+        assert code == 2 and err.count("error:") == 1 and "UTF-8" in err, (argv, err)
+        assert "\\udcff" in err

@@ -168,3 +168,20 @@ def test_the_seeds_themselves_import(stored_world):
         path.write_text(json.dumps(make()))
         code, out, err = run_cli(["results", "import", str(path)])
         assert code == 0, (name, err)
+
+
+def test_a_nan_in_a_free_form_block_is_refused_with_its_key(stored_world):
+    """Found by the fuzzing: a NaN where the schema checks no type (`precision_flags`, `telemetry`, `notes`) passed
+    validation, then the import failed with an internal error writing strict JSON to the database (and `--json`
+    output of a command reading the file would have too). Now every load refuses it, naming the key."""
+    doc = json.loads((V1 / "run.json").read_text())
+    doc["results"][0]["precision_flags"]["precision"] = [math.nan]
+    path = stored_world["tmp"] / "nan.json"
+    path.write_text(json.dumps(doc))
+    before = fingerprint(stored_world["db"])
+    for argv in (["results", "import", str(path)], ["compare", str(path), str(path), "--json"],
+                 ["fleet", str(path), "--json"]):
+        code, out, err = run_cli(argv)
+        assert code == 2 and err.count("error:") == 1, (argv, err)
+        assert "results[0].precision_flags.precision[0]: a NaN or infinite number" in err
+    assert fingerprint(stored_world["db"]) == before
