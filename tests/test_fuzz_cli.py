@@ -169,8 +169,9 @@ def argv_for(draw, path: tuple[str, ...], params: list, world) -> list[str]:
             continue
         for _ in range(draw(st.integers(1, 2)) if param.multiple else 1):
             options += [draw(st.sampled_from(param.opts)), draw(_value(param, path, world))]
-    if path == ("doctor",) and not arguments:  # without a run, doctor checks this machine (and loads its GPUs)
-        arguments.append(draw(_refs(world, path)))
+    if path == ("doctor",):  # without a run (or after `--`), doctor checks this machine and loads its GPUs
+        arguments = [a for a in arguments if not a.startswith("-")] or [draw(_refs(world, path).filter(
+            lambda s: not s.startswith("-")))]
     return [*path, *options, *arguments, *POISON.get(path, [])]
 
 

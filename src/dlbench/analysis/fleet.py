@@ -397,7 +397,7 @@ def _causes(e: dict[str, Any], peers: dict[str, Any], majority: dict[str, Any],
     packages = env.get("package_versions") if isinstance(env.get("package_versions"), dict) else {}
     for package, fleet in (majority.get("package_versions") or {}).items():  # transformers, torchvision, ...
         have = packages.get(package)
-        if have is not None and fleet is not None and have != fleet:
+        if have is not None and fleet is not None and _hashable(have) != fleet:
             out.append(_cause(f"{package}_differs", "warn", f"{package} {have}, the fleet's majority has {fleet}",
                               f"{package} {have} (fleet {fleet})"))
     limit, fleet_limit = _power_limit(r), majority.get("power_limit_w")
@@ -473,7 +473,13 @@ def _majorities(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+    """A version as a Counter key: lists (`nccl_version: [2, 27, 3]`) as tuples, and whatever else a document
+    holds in these free-form fields (a dict) as something hashable too."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def _mark_fleet_wide(rows: list[dict[str, Any]]) -> None:
