@@ -23,6 +23,7 @@ run: install
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/lint-imports
 
 # The manual (docs/, mkdocs.yml) into site/. Not `-q`: mkdocs then drops its warnings, and --strict fails on
 # warnings only (a broken link or anchor, a page missing from nav); its output is shown when the build fails.

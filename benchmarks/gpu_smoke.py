@@ -410,7 +410,7 @@ def check_thermometer(device: str) -> str:
 
 def train(workload: str, precision: str, compile_mode: str, device: str, expect_all: bool) -> Callable[[], str]:
     def run() -> str:
-        from dlbench.runner.config import RunConfig
+        from dlbench.measurement.config import RunConfig
         from dlbench.scenarios import UnsupportedConfig, measure
 
         config = RunConfig(workload, precision=precision, compile=compile_mode, device=device, flavour="tiny",

@@ -70,6 +70,8 @@ STEPS=(
   "auto-bert-large-squad|7|bert-large-squad amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
   "auto-bert-large-mlm|7|bert-large-mlm seq 128 amp-fp16 eager --batch-size auto (5 warm-up, 20 steps x 3)"
   "cuda-graphs|6|resnet50, bert-base-squad x amp-bf16 x compile reduce-overhead (CUDA graphs; optional)"
+  "generate-8b|6|--scenario generate llama-3.1-8b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
+  "generate-1b|4|--scenario generate llama-3.2-1b bf16 bs1 pp512/tg128 x eager, compile reduce-overhead"
 )
 
 # Device sessions (30 minutes of device time each, a machine start included): one line per command.
@@ -79,6 +81,7 @@ SESSIONS=(
   "session 3: bert-base-squad-eager bert-base-squad-compile | fp32-resnet50-bert-base | auto-resnet50"
   "session 4: auto-bert-base-squad | auto-bert-large-squad | auto-bert-large-mlm"
   "session 5 (optional): cuda-graphs"
+  "session 6 (issue 13, generation): generate-8b | generate-1b"
 )
 
 list_steps() {
@@ -242,6 +245,13 @@ run_step() {
       dlbench_run "$step" -w "$workload" "${extra[@]}" -p amp-fp16 -c off --batch-size auto \
         --warmup 5 --steps 20 --repeats 3 ;;
     cuda-graphs) dlbench_run "$step" -w resnet50 -w bert-base-squad -p amp-bf16 -c reduce-overhead ;;
+    # Generation (docs/generate.md): targets decode >= 80% of the bandwidth roofline, prefill >= 55% MFU. The
+    # compiled configuration compiles the decode step cold (a minute or two) before its 2 + 5 generations.
+    generate-8b | generate-1b)
+      local model=llama-3.1-8b
+      [[ "$step" == "generate-1b" ]] && model=llama-3.2-1b
+      dlbench_run "$step" --scenario generate -w "$model" -p bf16 -c off -c reduce-overhead -b 1 \
+        --prompt-len 512 --new-tokens 128 ;;
     *) echo "unknown step $step" >&2; return 2 ;;
   esac
 }

@@ -113,7 +113,7 @@ def harness_cost_per_step(device: str, steps: int, rounds: int) -> float:
     """Seconds the harness adds per step: dlbench vs bare on a step that does (almost) nothing."""
     from dataclasses import replace
 
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.workloads import registry
 
     workload = registry.register(_NoopWorkload.create())
@@ -159,8 +159,8 @@ def main() -> None:
 
     import torch
 
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import resolve_device
-    from dlbench.runner.config import RunConfig
     from dlbench.workloads import registry
 
     if args.threads:

@@ -77,7 +77,7 @@ def start_listener(command: Callable[[int], list[str]], log: Path, environ: dict
     A port taken between `free_port()` and the bind makes the process fail with "address already in use": then
     it is tried again on another port (`attempts` in all). Any other end, or no listener within `wait_s`, fails
     the test with the process's output (`log`, written in the process's own session; stop it with
-    `dlbench.runner.launch.tear_down`)."""
+    `dlbench.runner.launchers.torchrun.tear_down`)."""
     for attempt in range(1, attempts + 1):
         port = free_port()
         with open(log, "wb") as out:
@@ -102,7 +102,7 @@ def start_listener(command: Callable[[int], list[str]], log: Path, environ: dict
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    from dlbench.runner.launch import tear_down
+    from dlbench.runner.launchers.torchrun import tear_down
 
     tear_down(proc)
 

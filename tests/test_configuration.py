@@ -9,7 +9,7 @@ import pytest
 
 from dlbench.analysis import configuration
 from dlbench.analysis.configuration import config_key, config_label, config_parts
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 BERT_DDP_TINY = {"workload": "bert-base-squad", "precision": "amp-bf16", "compile": "default", "batch_size": 64,
                  "seq_len": 384, "world_size": 2, "flavour": "tiny"}
@@ -68,15 +68,17 @@ def test_one_precision_and_compile_mode_check_for_run_estimate_and_reference():
     from dlbench.analysis import points
     from dlbench.errors import BadInput
     from dlbench.measurement.capabilities import unsupported_reason
-    from dlbench.runner.config import PRECISIONS, check_compile_mode, check_precision
+    from dlbench.measurement.config import PRECISIONS, check_compile_mode, check_precision
 
     assert check_precision("amp-bf16") == "amp-bf16" and check_compile_mode("max-autotune") == "max-autotune"
+    assert check_precision("FP8") == "fp8" and check_precision("int8-weight-only") == "int8-weight-only"  # infer
     with pytest.raises(BadInput) as bad_precision:
-        check_precision("fp8")
-    assert str(bad_precision.value) == "unknown precision 'fp8'; choose from: fp32, tf32, amp-fp16, amp-bf16"
+        check_precision("fp4")
+    assert str(bad_precision.value) == ("unknown precision 'fp4'; choose from: fp32, tf32, amp-fp16, amp-bf16, "
+                                        "fp16, bf16, int8-weight-only, int4-weight-only, fp8")
     assert points.check_precision is check_precision  # estimate and advise
     assert configuration.check_precision is check_precision and configuration.PRECISIONS is PRECISIONS
-    assert unsupported_reason(RunConfig("resnet50", precision="fp8")) == str(bad_precision.value)
+    assert unsupported_reason(RunConfig("resnet50", precision="fp4")) == str(bad_precision.value)
     with pytest.raises(BadInput, match="^unknown compile mode 'fast'; choose from: off, default"):
         check_compile_mode("fast")
     assert unsupported_reason(RunConfig("resnet50", compile="fast")).startswith("unknown compile mode 'fast'")
@@ -86,7 +88,7 @@ def test_precision_and_compile_names_are_taken_in_any_case(capsys):
     # Workload names were taken in any case, precisions not: `-p AMP-FP16` was "unknown precision".
     from dlbench.analysis.estimate import estimate
     from dlbench.cli.reference import filter_published
-    from dlbench.runner.config import check_compile_mode, check_precision
+    from dlbench.measurement.config import check_compile_mode, check_precision
     from dlbench.runner.plan import RunOptions, validate_options
 
     assert check_precision(" AMP-FP16") == "amp-fp16" and check_compile_mode("Max-Autotune") == "max-autotune"

@@ -11,7 +11,7 @@ import pytest
 
 import _dist_helpers
 from _dist_helpers import listening_ports, start_listener
-from dlbench.runner.launch import tear_down
+from dlbench.runner.launchers.torchrun import tear_down
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

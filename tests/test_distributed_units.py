@@ -8,7 +8,7 @@ import pytest
 
 from dlbench.errors import BadInput
 from dlbench.runner.distributed import combine_ranks, detect, parse_gpus, resolve_gpu_counts
-from dlbench.runner.launch import _outcome, parse_torchrun_failures
+from dlbench.runner.launchers.torchrun import _outcome, parse_torchrun_failures
 
 TORCHRUN_SUMMARY = """
 torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
@@ -171,7 +171,7 @@ def test_a_launcher_killed_by_a_signal_is_named_so(tmp_path):
 
 
 def test_a_torchrun_rank_blames_a_lost_peer_or_a_collective_timeout_on_the_group():
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.joined import rank_failure
 
     config = RunConfig("resnet50", batch_size=8, device="cpu", world_size=2)
@@ -205,7 +205,7 @@ def test_a_rank_out_of_memory_is_recorded_as_oom_not_error():
     # What a rank writes into its status file, from which the group's result takes its status (see above).
     import torch
 
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.rank_worker import classify
 
     config = RunConfig("resnet50", batch_size=512, device="cuda", world_size=2)
@@ -227,11 +227,12 @@ def test_one_signal_name_for_a_crashed_worker_and_a_killed_rank(tmp_path):
     that takes the signal number, i.e. -returncode."""
     import signal
 
-    from dlbench.runner.sweep import _read_outcome
-    from dlbench.runner.worker import signal_name
+    from dlbench.runner.isolate import worker_result
+    from dlbench.runner.launchers import signal_name
+    from dlbench.runner.launchers.process import read_outcome
 
     assert signal_name(signal.SIGKILL) == "SIGKILL" and signal_name(250) == "signal 250"
-    crashed = _read_outcome(tmp_path / "no-result.json", -signal.SIGSEGV, tmp_path / "no.log")
+    crashed = worker_result(read_outcome(tmp_path / "no-result.json", -signal.SIGSEGV, tmp_path / "no.log"))
     assert crashed["error"] == "worker crashed (SIGSEGV)"
     summary = TORCHRUN_SUMMARY.replace("exitcode  : -9", "exitcode  : -250")
     ranks = {1: _status(tmp_path, 1, phase="measure", done=1, total=3, status="running")}

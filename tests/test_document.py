@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.runner.document import build_document, make_result
 from dlbench.schema import DOCUMENT_KEYS, RESULT_KEYS, STEP_TIME_KEYS, validate_document
 from dlbench.telemetry.environment import ENVIRONMENT_KEYS, GPU_KEYS, collect

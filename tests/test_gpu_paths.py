@@ -161,11 +161,11 @@ def test_a_cuda_library_failure_raised_while_handling_an_oom_is_an_oom():
 _SAMPLER_CHOICE = """
 import sys
 assert "torch" not in sys.modules
-import dlbench.telemetry.amd as amd
+import dlbench.telemetry.sampler as sampler_module
 from dlbench.runner.distributed import DistEnv, rank_sampler
 from dlbench.telemetry.sampler import create_sampler
 
-amd.create_amd_sampler = lambda index, interval_s: f"amd:{index}"
+sampler_module.create_amd_sampler = lambda index, interval_s: f"amd:{index}"
 single = create_sampler("cuda:1")
 env = DistEnv(rank=3, world_size=4, local_rank=1, local_world_size=2, group_rank=1, master_addr="a",
               master_port=1, run_id="t")
@@ -328,14 +328,14 @@ def test_apply_precision_uses_the_one_precision_list(torch_flags):
     """apply_precision accepts exactly runner.config.PRECISIONS and rejects anything else with the shared check's
     message (it used to keep its own list, which could drift from the planner's)."""
     from dlbench.errors import BadInput
+    from dlbench.measurement.config import PRECISIONS, check_precision
     from dlbench.measurement.precision import AUTOCAST_DTYPES, apply_precision
-    from dlbench.runner.config import PRECISIONS, check_precision
 
     assert set(AUTOCAST_DTYPES) <= set(PRECISIONS)
     for precision in PRECISIONS:
         assert apply_precision(precision, "cpu").precision == precision
     with pytest.raises(BadInput) as shared:
-        check_precision("fp8")
+        check_precision("fp4")
     with pytest.raises(BadInput) as raised:
-        apply_precision("fp8", "cpu")
+        apply_precision("fp4", "cpu")
     assert str(raised.value) == str(shared.value)

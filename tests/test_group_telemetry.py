@@ -146,7 +146,7 @@ def test_doctor_lists_every_throttled_gpu_and_the_power_limit_per_gpu():
 
 
 def test_make_result_adds_the_groups_energy_per_sample_and_leaves_one_gpu_alone():
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.document import make_result
 
     blocks, ranks = two_node_group()

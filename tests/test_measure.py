@@ -9,7 +9,7 @@ import pytest
 
 from dlbench.analysis.stats import summarize
 from dlbench.measurement.capabilities import unsupported_reason
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.scenarios import UnsupportedConfig, measure
 from dlbench.workloads.base import Workload
 
@@ -187,7 +187,7 @@ def test_capability_reasons_on_cpu():
     )
     assert "CUDA graphs" in unsupported_reason(RunConfig("resnet50", compile="reduce-overhead", device="cpu"))
     assert "unknown device" in unsupported_reason(RunConfig("resnet50", device="tpu"))
-    assert "unknown precision" in unsupported_reason(RunConfig("resnet50", precision="fp8", device="cpu"))
+    assert "unknown precision" in unsupported_reason(RunConfig("resnet50", precision="fp4", device="cpu"))
     assert "unknown compile mode" in unsupported_reason(RunConfig("resnet50", compile="fast", device="cpu"))
     if not torch.cuda.is_available():
         assert "cuda is not available" in unsupported_reason(RunConfig("resnet50", device="cuda"))

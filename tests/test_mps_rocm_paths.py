@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from dlbench.measurement.capabilities import unsupported_reason
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 
 @pytest.fixture
@@ -343,14 +343,14 @@ def test_amd_adapter_reads_amdsmi_as_it_answers():
 def test_amd_sampler_maps_the_hip_index_through_visible_devices(monkeypatch):
     import sys
 
-    from dlbench.telemetry import amd
+    from dlbench.telemetry import sampler as samplers
 
     monkeypatch.setitem(sys.modules, "amdsmi", _FakeAmdSmi())
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
-    sampler = amd.create_amd_sampler(0, 0.1)
+    sampler = samplers.create_amd_sampler(0, 0.1)
     assert sampler.source == "amdsmi" and sampler.match.handle == "gpu1"
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "GPU-abc")  # a UUID: not guessed
-    assert "cannot tell which amdsmi device" in amd.create_amd_sampler(0, 0.1).reason
+    assert "cannot tell which amdsmi device" in samplers.create_amd_sampler(0, 0.1).reason
 
 
 def test_an_mi250x_gcd_is_said_to_match_two_catalogue_rows_not_to_be_missing():

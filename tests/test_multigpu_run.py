@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from _dist_helpers import env, processes_with, start_listener
-from dlbench.runner.launch import tear_down
+from dlbench.runner.launchers.torchrun import tear_down
 
 # Each test starts several Python processes that import torch (a few CPU seconds each).
 pytestmark = pytest.mark.slow

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from _dist_helpers import env, start_listener
-from dlbench.runner.launch import tear_down
+from dlbench.runner.launchers.torchrun import tear_down
 
 pytestmark = pytest.mark.slow
 

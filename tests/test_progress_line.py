@@ -12,8 +12,8 @@ def test_progress_line_names_the_batch_size_auto_measured():
     # result measured at bs=4096 (the plan's placeholder batch), under a table and warnings that said 4096.
     from rich.console import Console
 
-    from dlbench.report.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.cli.progress import RichProgress
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True)
     config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, seq_len=None,

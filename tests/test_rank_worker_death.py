@@ -2,7 +2,8 @@
 
 Run with `python -m pytest tests/test_rank_worker_death.py`. Found by a second test pass: `dlbench run --gpus
 100000 --device cpu` stopped by SIGTERM left a rank running under init, because the rank worker set
-PR_SET_PDEATHSIG without checking whether its parent had already gone (the single-process worker checks).
+PR_SET_PDEATHSIG without checking whether its parent had already gone (the single-process worker checks). Every
+child now asks through `dlbench.runner.launchers.tied`, as torchrun starts each rank.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ pid = os.fork()
 if pid:
     os._exit(0)
 time.sleep(0.5)  # the parent is gone now
-os.execv(sys.executable, [sys.executable, "-m", "dlbench.runner.rank_worker", sys.argv[1]])
+os.execv(sys.executable, [sys.executable, "-m", "dlbench.runner.launchers.tied", "dlbench.runner.rank_worker",
+                          sys.argv[1]])
 """
 
 

@@ -205,7 +205,7 @@ def test_cli_reference_list_table_has_a_source_per_row(capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--gpu", "H1OO SXM"], "unknown GPU"),
-    (["--precision", "fp8"], "unknown precision"),
+    (["--precision", "fp4"], "unknown precision"),
     (["--workload", "gpt2"], "unknown workload 'gpt2'"),
     (["--num-gpus", "0"], "--num-gpus"),
 ])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dlbench.catalog import lookup
+from dlbench.measurement.config import PRECISIONS
 from dlbench.reference import load_published, median_for, medians_by_gpu, published_for
-from dlbench.runner.config import PRECISIONS
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CSV = Path("/work/shared/reference/published_training_throughput.csv")

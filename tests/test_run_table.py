@@ -42,8 +42,8 @@ def test_cpu_run_in_80_columns_keeps_names_readable():
 
 def test_progress_line_of_a_skipped_configuration_is_not_red():
     # `-p tf32` on a CPU is skipped with a reason; the progress line printed it in red like a failure.
-    from dlbench.report.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.cli.progress import RichProgress
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True, force_terminal=True, color_system="standard")
     config = RunConfig(workload="resnet50", precision="tf32", compile="off", batch_size=8, seq_len=None,
@@ -80,8 +80,8 @@ def test_gpu_run_with_every_optional_column_in_80_columns_keeps_the_configuratio
 def test_progress_line_prints_an_error_with_brackets_literally():
     # A failed configuration whose error held "[/dev/shm/...]" raised rich's MarkupError in the progress
     # display: a traceback, and the rest of the sweep was never measured.
-    from dlbench.report.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.cli.progress import RichProgress
+    from dlbench.measurement.config import RunConfig
 
     console = Console(width=200, record=True)
     config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, seq_len=None,
@@ -96,8 +96,8 @@ def test_progress_line_prints_an_error_with_brackets_literally():
 
 def test_throughput_below_one_sample_per_second_keeps_two_significant_digits():
     # The CPU quick suite's full-size ResNet-50 (0.14 images/s) and BERT (0.07 sequences/s) both read "0.1".
-    from dlbench.report.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.cli.progress import RichProgress
+    from dlbench.measurement.config import RunConfig
 
     text = _render([_result(samples_per_s=0.1406), _result(samples_per_s=0.0712, precision="amp-bf16")], 140)
     assert "0.14" in text and "0.071" in text
@@ -146,8 +146,8 @@ def test_progress_lines_in_a_log_file_are_not_wrapped():
     # Piped to a file, a skipped configuration's line was broken at 80 columns mid-reason.
     import io
 
-    from dlbench.report.progress import RichProgress
-    from dlbench.runner.config import RunConfig
+    from dlbench.cli.progress import RichProgress
+    from dlbench.measurement.config import RunConfig
 
     log = io.StringIO()
     console = Console(file=log, width=80)

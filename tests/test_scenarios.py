@@ -10,7 +10,7 @@ import pytest
 
 from dlbench import scenarios
 from dlbench.errors import BadInput
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.scenarios.base import Scenario, metric
 from dlbench.scenarios.train import TrainConfig, TrainScenario
 
@@ -67,7 +67,7 @@ def test_a_scenario_refuses_a_known_precision_it_does_not_measure():
     reason = narrow.unsupported_reason(RunConfig("resnet50", precision="amp-bf16", device="cpu"))
     assert reason == "precision amp-bf16 is not measured by the narrow scenario; choose from: fp32"
     # An unknown precision keeps the one message every command gives for it.
-    assert "unknown precision" in narrow.unsupported_reason(RunConfig("resnet50", precision="fp8", device="cpu"))
+    assert "unknown precision" in narrow.unsupported_reason(RunConfig("resnet50", precision="fp4", device="cpu"))
 
 
 def test_train_metrics_follow_from_the_raw_times_alone():
@@ -167,7 +167,8 @@ def test_run_with_an_unknown_scenario_is_one_error_line_and_exit_2(capsys):
 
     code, out, err = cli(capsys, "run", "--scenario", "nope", "--device", "cpu")
     assert code == 2 and out == ""
-    assert err.strip() == "error: unknown scenario 'nope'; choose from: train"
+    assert err.strip() == f"error: unknown scenario 'nope'; choose from: {', '.join(scenarios.names())}"
+    assert "train" in scenarios.names()
 
 
 def test_the_planner_gives_each_configuration_its_scenario():

@@ -91,7 +91,7 @@ def test_helpers_read_a_version_1_result_as_its_upgrade():
 def test_run_writes_what_the_upgrade_of_its_version_1_fields_gives():
     """`make_result` (what `dlbench run` writes) and the version-1 upgrade agree: strip a new result to its
     version-1 keys, upgrade it, and the same result comes back."""
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.document import build_document, make_result
 
     config = RunConfig(workload="resnet50", precision="fp32", compile="off", batch_size=8, device="cpu",
@@ -310,7 +310,7 @@ def test_the_document_metrics_agree_with_the_training_scenario():
     (`scenarios.get("train").metrics`, from the raw values) are the same metrics, and its headline is the
     document's `primary_metric`."""
     from dlbench import scenarios
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.document import make_result
 
     config = RunConfig(workload="resnet50", precision="fp32", compile="default", batch_size=8, device="cpu",

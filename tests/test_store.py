@@ -75,7 +75,7 @@ def test_older_document_is_upgraded_on_a_copy():
     (lambda d: d["results"][0]["repeats"][1].pop("step_times_s"), "results[0].repeats[1].step_times_s: missing"),
     (lambda d: d["results"][0]["step_time_s"].pop("p95"), "results[0].step_time_s.p95: missing"),
     (lambda d: d["results"][0].update(samples_per_s=None), "results[0].samples_per_s: null although status"),
-    (lambda d: d["results"][0].update(unit="tokens"), "results[0].unit: expected 'images', 'sequences'"),
+    (lambda d: d["results"][0].update(unit="frames"), "results[0].unit: expected 'images', 'sequences'"),
     (lambda d: d["results"][0].update(telemetry=[1]), "results[0].telemetry: expected an object or null"),
     (lambda d: d.update(notes=[1]), "notes: expected a string, a list of strings or null"),
     # Of the right type but impossible: each used to be stored and then broke a command that read it.

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dlbench.measurement.config import RunConfig
 from dlbench.runner.batch_search import RESOLUTION, find_batch_size
-from dlbench.runner.config import RunConfig
 from dlbench.runner.plan import Plan, PlannedConfig
 from dlbench.runner.sweep import SweepObserver, run_sweep
 from fault_workloads import processes_with_env
@@ -175,9 +175,10 @@ def test_a_probe_killed_by_sigkill_is_too_big_whatever_its_error_text(tmp_path):
     exit), not from the word SIGKILL in an error message: one that merely mentions it is another failure."""
     import signal
 
-    from dlbench.runner.sweep import _read_outcome
+    from dlbench.runner.isolate import worker_result
+    from dlbench.runner.launchers.process import read_outcome
 
-    killed = _read_outcome(tmp_path / "no-result.json", -signal.SIGKILL, tmp_path / "no.log")
+    killed = worker_result(read_outcome(tmp_path / "no-result.json", -signal.SIGKILL, tmp_path / "no.log"))
     assert killed["status"] == "error" and killed["signal"] == "SIGKILL"
 
     def probe(config, timeout_s):

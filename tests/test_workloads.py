@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from dlbench.errors import BadInput
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.workloads import registry
 from dlbench.workloads.base import GIB, scaled_batch_size
 from dlbench.workloads.bert import masked_count

@@ -106,7 +106,7 @@ def map_gpu(source: str, listed: str) -> tuple[str, str]:
 
 def build_rows(source_path: Path) -> list[dict[str, str]]:
     from dlbench.catalog import lookup
-    from dlbench.runner.config import PRECISIONS
+    from dlbench.measurement.config import PRECISIONS
 
     rows = []
     with source_path.open(newline="", encoding="utf-8") as handle:

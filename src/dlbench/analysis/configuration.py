@@ -27,7 +27,13 @@ CONFIG_KEYS: tuple[str, ...] = ("scenario", "workload", "precision", "compile", 
 
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
-PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+TRAIN_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp-fp16", "amp-bf16")
+# Serving modes (measurement/inference_precision.py): weights cast to fp16/bf16 without autocast, torchao
+# weight-only int8/int4 and float8 (CUDA compute capability >= 8.9). The train scenario refuses these.
+INFERENCE_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "int8-weight-only", "int4-weight-only",
+                                         "fp8")
+# Every precision name dlbench knows; each scenario measures its own subset (`Scenario.precisions`).
+PRECISIONS: tuple[str, ...] = TRAIN_PRECISIONS + tuple(p for p in INFERENCE_PRECISIONS if p not in TRAIN_PRECISIONS)
 
 # torch.compile modes; "off" is eager execution.
 COMPILE_MODES: tuple[str, ...] = ("off", "default", "max-autotune", "reduce-overhead")
@@ -91,7 +97,11 @@ def config_parts(config: Mapping[str, Any], *, words: bool = False, workload: bo
         parts += [compile_name(compile_mode), f"bs {batch}"]
     else:
         parts += [f"compile={compile_mode}", f"bs={batch}"]
-    if config.get("seq_len"):
+    if config.get("new_tokens"):  # generate: prompt and output lengths, as llama-bench's pp512 / tg128
+        prompt = config.get("prompt_len") or config.get("seq_len")
+        parts += ([f"prompt {prompt}", f"{config['new_tokens']} new tokens"] if words
+                  else [f"pp={prompt}", f"tg={config['new_tokens']}"])
+    elif config.get("seq_len"):
         parts.append(f"seq {config['seq_len']}" if words else f"seq={config['seq_len']}")
     if world_size > 1 and not per_device:
         parts.append(f"{world_size} GPUs" if words else f"x{world_size}")

@@ -30,6 +30,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
+from dlbench.analysis.configuration import TRAIN_PRECISIONS
 from dlbench.analysis.estimated_scaling import (  # noqa: F401 - re-exported: the estimator's public API
     MAX_GPUS,
     published_scaling,
@@ -123,6 +124,9 @@ def estimate(gpu: str, workload: str, precision: str, num_gpus: int = 1, spec_on
     name = gpu_name(spec)
     workload = check_workload(workload)
     precision = check_precision(precision)
+    if precision not in TRAIN_PRECISIONS:  # the published points and the model are training throughput
+        raise BadInput(f"estimates are of training throughput; precision {precision} is an inference mode "
+                       f"(choose from: {', '.join(TRAIN_PRECISIONS)})")
     if not 1 <= num_gpus <= MAX_GPUS:
         raise BadInput(f"estimates cover 1 to {MAX_GPUS} GPUs (--gpus; one machine: the published results and "
                        f"the seeds' scaling factors go no further), got {num_gpus}")

@@ -55,8 +55,8 @@ def workload_names() -> list[str]:
 
 def check_workload(name: str) -> str:
     """The known workload `name` is, regardless of case (`BERT-Base-SQuAD` is bert-base-squad), else BadInput
-    with the name probably meant, as `dlbench run` says it (`workloads.names.match_workload`)."""
-    from dlbench.workloads.names import match_workload
+    with the name probably meant, as `dlbench run` says it (`dlbench.names.match_workload`)."""
+    from dlbench.names import match_workload
 
     return match_workload(name, workload_names())
 

@@ -26,7 +26,7 @@ from dlbench.catalog.spec import CSV_COLUMNS, GpuSpec, spec_from_row
 _NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro", "amd", "instinct", "radeon", "generation",
                           "apple", "gpu", "mps"})
 
-# Precision names (dlbench.runner.config.PRECISIONS, plus fp8) → the GpuSpec field holding the peak.
+# Precision names (dlbench.measurement.config.PRECISIONS, plus fp8) → the GpuSpec field holding the peak.
 _PEAK_FIELD = {
     "fp32": "fp32_flops_per_s",
     "tf32": "tf32_tensor_flops_per_s",

@@ -154,7 +154,7 @@ def _run_joined(dist_env, dev, size_list, op_list, iters, warmup, timeout) -> di
 
 
 def _run_launched(nproc, dev, size_list, op_list, iters, warmup, timeout, quiet) -> dict:
-    from dlbench.runner.launch import run_group
+    from dlbench.runner.launchers import Job, launch
 
     job = {"kind": "comm", "device": dev, "sizes_bytes": size_list, "ops": op_list, "iters": iters,
            "warmup_iters": warmup, "pg_timeout_s": timeout}
@@ -162,7 +162,9 @@ def _run_launched(nproc, dev, size_list, op_list, iters, warmup, timeout, quiet)
         console(stderr=True).print(f"dlbench comm: {nproc} processes on {dev} "
                                    f"({'NCCL' if dev == 'cuda' else 'gloo'}), {len(size_list)} sizes x "
                                    f"{len(op_list)} collectives, {iters} iterations each")
-    outcome = run_group(job, nproc, timeout)
+    outcome = launch(Job("dlbench.runner.rank_worker", job, nproc=nproc, what="group"), timeout)
+    if outcome.status == "interrupted":
+        raise KeyboardInterrupt(outcome.signal)
     if outcome.status != "ok":
         print(f"error: dlbench comm failed: {outcome.error}", file=sys.stderr)
         raise typer.Exit(1)

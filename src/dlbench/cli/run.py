@@ -2,7 +2,7 @@
 
 Exercised by `dlbench run` (default suite for the device found), `dlbench run -w resnet50 -p amp-fp16 -c default`,
 `dlbench run --tiny` (smoke test). The flow: validate the options here, plan in a child process
-(`runner.probe`), measure each configuration in its own child (`runner.sweep`), then build the result document
+(`runner.planning`), measure each configuration in its own child (`runner.sweep`), then build the result document
 (`runner.document`) and hand it to `RunSaver.save`, which writes the JSON and stores it in the database. Exit codes: 0 every configuration ok or skipped,
 1 some configuration failed (oom/error/timeout; the document is still written), 2 bad input, 130 interrupted
 (Ctrl-C; what was measured is written), 143 terminated (SIGTERM; same).
@@ -110,9 +110,10 @@ def run(
         "reduce-overhead. Default on a GPU: off and default; on a CPU: off."),
     device: str = typer.Option("auto", "--device", help="auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N or "
                                "mps. ROCm GPUs are cuda devices."),
-    batch_size: str | None = typer.Option(
-        None, "--batch-size", "-b", help="Batch size per device (a positive integer), or 'auto' to find the "
-        "largest that trains. Default: per workload, scaled with device memory.", metavar="N|auto"),
+    batch_size: list[str] = typer.Option(
+        [], "--batch-size", "-b", help="Batch size per device (a positive integer; repeatable: -b 1 -b 8 measures "
+        "each), or 'auto' to find the largest that trains. Default: per workload, scaled with device memory "
+        "(generate: 1).", metavar="N|auto"),
     seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length for BERT workloads. Default: "
                                        "384 (squad), 128 (mlm)."),
     warmup: int | None = typer.Option(None, "--warmup", help="Warm-up steps before the measured repeats: timed "
@@ -140,8 +141,15 @@ def run(
         "(DistributedDataParallel, one process per GPU via torchrun; batch size stays per device). With --device "
         "cpu, N CPU processes (gloo). Under torchrun, the launch decides and this is ignored.", metavar="N,N|all"),
     scenario: str = typer.Option("train", "--scenario", help="Kind of benchmark to run. Default train: "
-                                 "forward, loss, backward and optimizer steps (samples/s). An unknown name "
-                                 "lists the scenarios."),
+                                 "forward, loss, backward and optimizer steps (samples/s); generate: LLM "
+                                 "prefill and decode with a static KV cache (tokens/s, TTFT, TPOT; "
+                                 "docs/generate.md). An unknown name lists the scenarios."),
+    prompt_len: int | None = typer.Option(None, "--prompt-len", help="--scenario generate: prompt tokens "
+                                          "(synthetic ids) prefilled before decoding. Default 512 (llama-bench "
+                                          "pp512); 64 in the CPU quick check."),
+    new_tokens: int | None = typer.Option(None, "--new-tokens", help="--scenario generate: tokens generated "
+                                          "greedily after the prompt, EOS ignored. Default 128 (tg128); 16 in the "
+                                          "CPU quick check."),
     db: str | None = db_option(),
 ) -> None:
     """Measure training throughput (samples/s) of each workload x precision x compile mode.
@@ -151,13 +159,16 @@ def run(
     """
     from dlbench.cli._common import console, table_console
     from dlbench.errors import BadInput
-    from dlbench.runner.plan import RunOptions, check_workloads, validate_options
+    from dlbench.runner.plan import RunOptions, check_scenario_workloads, check_workloads, validate_options
 
     options = validate_options(RunOptions(
         workloads=list(workload), precisions=list(precision), compile_modes=list(compile_mode), device=device,
-        batch_size=batch_size, seq_len=seq_len, warmup=warmup, steps=steps, repeats=repeats, seed=seed,
-        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario))
+        batch_size=batch_size[0] if len(batch_size) == 1 else None,
+        batch_sizes=list(batch_size) if len(batch_size) > 1 else [], seq_len=seq_len, warmup=warmup, steps=steps,
+        repeats=repeats, seed=seed,
+        tiny=tiny, timeout_s=timeout, gpus=gpus, scenario=scenario, prompt_len=prompt_len, new_tokens=new_tokens))
     options.workloads = check_workloads(options.workloads)  # the registry needs no torch: fail fast on a typo
+    check_scenario_workloads(options, options.workloads, "tiny" if tiny else "full")
     if not 0 <= max_wait < math.inf:  # nan compares False: it would never give up, or never wait
         raise BadInput(f"--max-wait must be a finite number of seconds, 0 or more, got {max_wait}")
     if not 0 <= seed < 2**32:  # NumPy's seed range; torch and Python take it too (measurement.seeding seeds all three)
@@ -174,9 +185,7 @@ def run(
     saver = RunSaver(db, on_warning=lambda line: err.print(line, style="yellow", highlight=False, markup=False))
     try:
         if dist_env is not None:  # started by torchrun: join the group, rank 0 prints and stores (runner.joined)
-            from dlbench.runner.joined import run_joined
-
-            code = run_joined(options, dist_env, err, out, json_path, quiet, saver.save)
+            code = _run_joined(options, dist_env, err, out, json_path, quiet, saver.save)
         else:
             code = _run(options, err, out, json_path, quiet, max_start_temp, max_wait, saver.save)
     except KeyboardInterrupt:  # a second Ctrl-C outside the sweep (which handles the first itself)
@@ -193,7 +202,7 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
          finish_run) -> int:
     from dlbench.report.run_table import result_messages, results_table
     from dlbench.runner.document import build_document, new_run_id, utc_now_iso
-    from dlbench.runner.probe import probe_in_child
+    from dlbench.runner.planning import plan_in_child
     from dlbench.runner.sweep import (
         SweepObserver,
         interrupted_note,
@@ -204,14 +213,14 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
 
     try:
         if quiet:
-            probe = probe_in_child(options)
+            planned = plan_in_child(options)
         else:
             with err.status("planning: probing devices and workloads"):
-                probe = probe_in_child(options)
+                planned = plan_in_child(options)
     except KeyboardInterrupt:
         err.print("interrupted before anything was measured")
         return 130
-    plan = probe.plan
+    plan = planned.plan
     for note in plan.notes:
         err.print(f"[bold]{note}[/bold]", highlight=False, soft_wrap=not err.is_terminal)
 
@@ -225,8 +234,8 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         add_scaling_efficiency(results)  # `--gpus 1,2,...`: results above one device get scaling_efficiency
         from dlbench.analysis.ranking import add_vs_published
 
-        add_vs_published(results, probe.environment)  # ratio to / rank among published results
-        return build_document(results, probe.environment, run_id=run_id, command=command,
+        add_vs_published(results, planned.environment)  # ratio to / rank among published results
+        return build_document(results, planned.environment, run_id=run_id, command=command,
                               notes=[*plan.notes, *extra_notes], created_at=created_at)
 
     def save_partial(result: dict[str, Any]) -> None:
@@ -234,12 +243,12 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
         finish_run(document([f"in progress: {len(results)} of {len(plan.items)} configurations done"]))
 
     if quiet:
-        outcome = run_sweep(plan, SweepObserver(), save_partial, max_start_temp, max_wait, probe.devices["cuda"])
+        outcome = run_sweep(plan, SweepObserver(), save_partial, max_start_temp, max_wait, planned.devices["cuda"])
     else:
-        from dlbench.report.progress import RichProgress
+        from dlbench.cli.progress import RichProgress
 
         with RichProgress(err) as display:
-            outcome = run_sweep(plan, display, save_partial, max_start_temp, max_wait, probe.devices["cuda"])
+            outcome = run_sweep(plan, display, save_partial, max_start_temp, max_wait, planned.devices["cuda"])
 
     if outcome.interrupted is not None and not results:
         # Nothing to keep: an empty run would only become "latest" and leave `dlbench report` nothing to show.
@@ -266,6 +275,143 @@ def _run(options, err, out, json_path: Path | None, quiet: bool, max_start_temp:
     if outcome.interrupted is not None:
         err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
         return 128 + int(outcome.interrupted.signum)
+    return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0
+
+
+def _run_joined(options, dist_env, err, out, json_path: Path | None, quiet: bool, finish_run) -> int:
+    """`dlbench run` as one rank of a group torchrun started: every rank measures (`runner.joined`), rank 0 alone
+    shows progress, prints the table and writes the result document (one run, `world_size` = the group's size,
+    `nodes` = distinct node ranks/host names, `telemetry` over every GPU of the group) after every
+    configuration, so a failure later still leaves what was measured. A rank that fails prints one line naming
+    itself and exits non-zero, and torchrun tears the group down (rank 0 first stores what was measured plus the
+    failed configuration). Ctrl-C and SIGTERM, which torchrun forwards to every rank, end the sweep as in
+    `dlbench run`: rank 0 stores what was measured, noted as interrupted, and exits 128 + the signal; the other
+    ranks exit quietly."""
+    from dataclasses import replace
+
+    from dlbench.analysis.measured_scaling import add_scaling_efficiency
+    from dlbench.runner.distributed import RendezvousTimeout, destroy_process_group
+    from dlbench.runner.document import build_document, new_run_id, utc_now_iso
+    from dlbench.runner.joined import RankFailed, joined_plan, measure_item
+    from dlbench.runner.sweep import Interrupted, SweepObserver, signals_raise_interrupted
+
+    main = dist_env.is_main
+    results: list[dict[str, Any]] = []
+    state: dict[str, Any] = {}  # what an interruption needs: the plan and the document builder, once made
+    display = None
+    try:
+        # torchrun forwards Ctrl-C and SIGTERM to every rank: raise Interrupted so that rank 0 stores the run as
+        # interrupted and the other ranks leave quietly.
+        with signals_raise_interrupted():
+            plan, notes = joined_plan(options, dist_env)
+            environment = None
+            if main:
+                from dlbench.telemetry.environment import collect
+
+                environment = collect()
+                for note in notes:
+                    err.print(f"[bold]{note}[/bold]", highlight=False, soft_wrap=not err.is_terminal)
+
+            run_id, created_at = new_run_id(), utc_now_iso()
+            command = ["dlbench", *sys.argv[1:]]
+
+            def document(extra_notes: list[str]) -> dict[str, Any]:
+                add_scaling_efficiency(results)
+                return build_document(results, environment, run_id=run_id, command=command,
+                                      notes=[*notes, *extra_notes], created_at=created_at)
+
+            state.update(plan=plan, document=document)
+            observer = SweepObserver()
+            if main and not quiet:
+                from dlbench.cli.progress import RichProgress
+
+                display = RichProgress(err).__enter__()
+                observer = display
+            total = len(plan.items)
+            observer.sweep_started(total)
+            for index, item in enumerate(plan.items):
+                observer.config_started(index, total, replace(item.config, world_size=dist_env.world_size))
+                try:
+                    result = measure_item(item, dist_env, observer.progress)
+                except RankFailed as exc:
+                    _leave_group(dist_env, exc, results, document, finish_run, json_path)
+                results.append(result)
+                observer.config_finished(index, result)
+                if main:
+                    finish_run(document([f"in progress: {len(results)} of {total} configurations done"]))
+    except RendezvousTimeout as exc:
+        if display is not None:
+            display.__exit__(None, None, None)
+            display = None
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Interrupted as exc:
+        if display is not None:
+            display.__exit__(None, None, None)
+            display = None
+        return _joined_interrupted(exc, dist_env, results, state, err, out, json_path, finish_run)
+    finally:
+        if display is not None:
+            display.__exit__(None, None, None)
+    destroy_process_group()
+    if not main:
+        return 0
+    written = finish_run(document([]), json_path)
+    return _print_joined(results, plan, dist_env, written, err, out)
+
+
+def _joined_interrupted(exc, dist_env, results, state, err, out, json_path, finish_run) -> int:
+    """Ctrl-C or SIGTERM (torchrun forwards both to every rank): rank 0 stores what was measured, noted as
+    interrupted, as `dlbench run` does; the other ranks leave without a word. The exit code is 128 + the signal."""
+    from dlbench.runner.sweep import interrupted_note, nothing_stored_line, sigint_ignored
+
+    code = 128 + int(exc.signum)
+    if not dist_env.is_main:
+        return code
+    if not results:  # nothing was saved yet, and an empty run would only become "latest"
+        err.print(nothing_stored_line(exc), highlight=False)
+        return code
+    plan = state["plan"]
+    with sigint_ignored():
+        written = finish_run(state["document"]([interrupted_note(exc, len(results), len(plan.items))]), json_path)
+    _print_joined(results, plan, dist_env, written, err, out)
+    err.print(f"interrupted: {len(plan.items) - len(results)} configuration(s) not measured")
+    return code
+
+
+def _leave_group(dist_env, failed, results, document, finish_run, json_path) -> None:
+    """Leave the group at once: torchrun notices the exit and stops every other rank. Rank 0 first stores what
+    was measured plus the failed configuration (`failed`: `runner.joined.RankFailed`)."""
+    import os
+    import signal
+
+    from dlbench.runner.worker import one_line
+
+    # torchrun's SIGTERM to the rest of the group must not cut rank 0's save short; the process exits below.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    print(f"dlbench: {failed.error}", file=sys.stderr)
+    if dist_env.is_main:
+        try:
+            results.append(failed.result)
+            finish_run(document([f"stopped: {failed.result['error']}"]), json_path)
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; say why nothing was saved
+            print(f"dlbench: could not save the partial result: {one_line(exc)}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)  # no interpreter teardown: other ranks may be blocked in a collective with this one
+
+
+def _print_joined(results, plan, dist_env, written, err, out) -> int:
+    from dlbench.report.run_table import result_messages, results_table
+
+    nodes = max((r.get("nodes") or 1 for r in results), default=1)
+    title = f"dlbench run under torchrun: {dist_env.world_size} processes on {nodes} node(s), {plan.device}"
+    if results:
+        out.print(results_table(results, title=title, width=out.width))
+        for line in result_messages(results):
+            out.print(line, highlight=False, markup=False, soft_wrap=not out.is_terminal)  # whole lines in a log
+    err.print(f"results: {written[0]}" + (f" and {written[1]}" if len(written) > 1 else ""), highlight=False,
+              markup=False, soft_wrap=True)  # paths whole: not markup, not broken across lines (as `dlbench run`)
     return EXIT_FAILED if any(r["status"] in FAILED_STATUSES for r in results) else 0
 
 

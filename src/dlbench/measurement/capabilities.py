@@ -1,7 +1,7 @@
 """Which configurations this machine can run, and in one line why not.
 
 Exercise it with `PYTHONPATH=src python -c "from dlbench.measurement.capabilities import unsupported_reason as u;
-from dlbench.runner.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
+from dlbench.measurement.config import RunConfig as C; print(u(C('resnet50', precision='tf32', device='cpu')))"`.
 
 The planner records a config with a reason as `skipped`; it never aborts a sweep. Rules:
 - device: `auto` and a bare `cuda` are resolved first (`device.resolve_device`); `cuda[:N]` needs a visible CUDA/ROCm GPU with that index; `mps` needs Apple's Metal backend.
@@ -42,8 +42,8 @@ from dlbench.errors import BadInput
 from dlbench.measurement.device import resolve_device
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 # The first torch release whose MPS backend runs each feature (module docstring: sources).
 MPS_MIN_TORCH: dict[str, tuple[int, int]] = {"amp-bf16": (2, 6), "amp-fp16": (2, 8), "compile": (2, 8)}

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 
 MAX_BATCH_SIZE = 4096
 RESOLUTION = 1 / 16  # stop bisecting when (smallest failed - largest ok) <= largest ok / 16
@@ -58,7 +58,7 @@ class BatchSearch:
 
 def _too_big(outcome: dict[str, Any]) -> bool:
     """Out of device memory, or killed by SIGKILL without a result (the host's OOM killer): the outcome's
-    `signal`, set where the worker's exit is classified (`sweep.run_worker`), never words in its error text."""
+    `signal`, set where the worker's exit is classified (`launchers.process.read_outcome`), never words in its error text."""
     if outcome["status"] == "oom":
         return True
     return outcome["status"] == "error" and outcome.get("signal") == "SIGKILL"
@@ -80,10 +80,10 @@ def find_batch_size(config: RunConfig, timeout_s: float, observer=None, start: i
                     max_batch_size: int = MAX_BATCH_SIZE, run_probe=None) -> BatchSearch:
     """Search the largest batch size in [1, max_batch_size] that trains `config`.
 
-    `run_probe(config, timeout_s) -> outcome` defaults to a real worker process (`sweep.run_worker`).
+    `run_probe(config, timeout_s) -> outcome` defaults to a real worker process (`isolate.run_worker`).
     """
     if run_probe is None:
-        from dlbench.runner.sweep import run_worker
+        from dlbench.runner.isolate import run_worker
 
         def run_probe(probe_config: RunConfig, limit: float) -> dict[str, Any]:
             return run_worker(probe_config, limit)

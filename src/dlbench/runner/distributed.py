@@ -108,7 +108,7 @@ def rank_device(dist_env: DistEnv, device: str) -> str:
     """The device this rank uses: `cuda:<LOCAL_RANK>` for CUDA (`auto` too, where it means a GPU), else the device
     as given. Never the current device: torchrun does not set it, so it is device 0 in every rank."""
     if device == "auto":
-        from dlbench.runner.plan import resolve_device
+        from dlbench.measurement.device import resolve_device
 
         device = resolve_device(device)
     kind = device.split(":", 1)[0]

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dlbench import __version__
-from dlbench.runner.config import RunConfig
+from dlbench.measurement.config import RunConfig
 from dlbench.schema.keys import DEFAULT_SCENARIO, PRIMARY_METRICS, SCHEMA_VERSION, STATUSES, STEP_TIME_KEYS
 from dlbench.schema.metrics import training_metrics
 
@@ -68,7 +68,28 @@ def make_result(config: RunConfig, status: str, error: str | None = None,
     # Schema 2: the metrics, read from the fields above (the same rule that upgrades a version-1 result).
     result["primary_metric"] = PRIMARY_METRICS[scenario]
     result["metrics"] = training_metrics(result)
+    if scenario != DEFAULT_SCENARIO:  # its own metrics, from the raw values (`Scenario.metrics`)
+        _add_scenario_metrics(result, config, measurement)
     return result
+
+
+def _add_scenario_metrics(result: dict[str, Any], config: RunConfig, measurement: dict[str, Any] | None) -> None:
+    """A result of another scenario than training: its name, its headline and the metrics it derives from the
+    raw values (`Scenario.metrics`); the training fields above hold what applies (infer: the offline batches;
+    generate: the decode steps), and the values its metrics read besides the times (generate: the lengths, the
+    bytes read per decode step, the prefill's FLOPs, the GPU's name)."""
+    from dlbench import scenarios
+
+    scenario = scenarios.get(config.scenario)
+    result["scenario"] = scenario.name
+    result["primary_metric"] = scenario.headline
+    m = measurement or {}
+    for key in ("weight_bytes", "latency_batch_size", "latency_warmup_times_s", "compile_times_s",
+                "prompt_len", "new_tokens", "decode_weight_bytes", "kv_bytes_per_position", "prefill_flops",
+                "device_name", "device_memory_bytes", "warmup"):
+        if key in m:
+            result[key] = m[key]
+    result["metrics"] = scenario.metrics(m, config) if measurement is not None else {}
 
 
 def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +102,9 @@ def _from_measurement(config: RunConfig, m: dict[str, Any]) -> dict[str, Any]:
         "seq_len": m.get("seq_len", config.seq_len),
         "device": m.get("device") or config.device,
         "warmup_step_times_s": [float(t) for t in m.get("warmup_step_times_s", [])],
-        "repeats": [{"step_times_s": times} for times in repeats],
+        # a scenario's own per-repeat values (infer: the latency requests; generate: the TTFT) stay beside the
+        # step times
+        "repeats": [{**r, "step_times_s": times} for r, times in zip(m.get("repeats", []), repeats, strict=True)],
         "compile_time_s": m.get("compile_time_s"),
         "peak_memory_bytes": m.get("peak_memory_bytes"),
         "peak_reserved_bytes": m.get("peak_reserved_bytes"),

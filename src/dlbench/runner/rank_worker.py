@@ -1,5 +1,6 @@
-"""One rank of a group started by `dlbench.runner.launch.run_group`:
-`python -m torch.distributed.run --standalone --nproc-per-node 2 -m dlbench.runner.rank_worker JOB.json`.
+"""One rank of a group started by `dlbench.runner.launchers.torchrun`:
+`python -m torch.distributed.run --standalone --nproc-per-node 2 -m dlbench.runner.rank_worker JOB.json`
+(the launcher runs it through `launchers.tied`, which ties its life to the torchrun agent's).
 
 JOB.json says what to do (`kind`: "measure" a RunConfig with DDP, or "comm" for the collective benchmark), where
 to write this rank's status file (`status_dir/rank-<r>.json`) and where rank 0 writes the result
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
-from dlbench.runner.worker import die_with_parent
 
 
 def register_stack_dump(status_dir: Path, rank: int):
@@ -76,7 +76,7 @@ def classify(exc: BaseException, config=None) -> tuple[str, str]:
 
 
 def _measure(job: dict[str, Any], dist_env, status: StatusFile) -> Any:
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
     from dlbench.runner.distributed import measure_distributed, rank_sampler
 
     config = RunConfig.from_dict(job["config"])
@@ -102,7 +102,6 @@ KINDS = {"measure": _measure, "comm": _comm}
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    die_with_parent()  # SIGKILL when the torchrun agent dies, and exit now if it already has
     job = json.loads(Path(argv[0]).read_text())
 
     from dlbench.runner.distributed import destroy_process_group, detect

@@ -1,7 +1,9 @@
 """The child process that measures one configuration.
 
-Started by the sweep (`dlbench.runner.sweep`) for each configuration of `dlbench run`:
-`python -m dlbench.runner.worker --config '<RunConfig JSON>' --result OUT.json [--progress-fd N]`.
+Started for each configuration of `dlbench run` by the sweep (`dlbench.runner.sweep`) through
+`dlbench.runner.launchers` (which also ties its life to the parent's): by hand,
+`python -m dlbench.runner.worker --job CONFIG.json --result OUT.json [--progress-fd N]`, where CONFIG.json is a
+RunConfig as JSON.
 
 It runs `measure()` in this process and writes its outcome atomically to the result file:
 `{"status": "ok"|"oom"|"error", "error": str|None, "measurement": <measure() dict>|None,
@@ -17,7 +19,6 @@ import argparse
 import errno
 import json
 import os
-import signal
 import sys
 import traceback
 from typing import Any
@@ -54,21 +55,6 @@ class ProgressPipe:
         self.send({"event": "progress", "phase": phase, "done": int(done), "total": int(total)})
 
 
-def die_with_parent() -> None:
-    """Linux: have the kernel kill this process when the parent dies, so that no worker outlives a killed
-    `dlbench run` (the parent kills the process group in every other case)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except Exception:  # noqa: BLE001 - best effort; the parent still kills the group
-        return
-    if os.getppid() == 1:  # parent died before prctl took effect
-        os._exit(1)
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -77,22 +63,6 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     first = text.splitlines()[0] if text else ""
     line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def signal_name(signum: int) -> str:
-    """The name of signal number `signum` ("SIGKILL" for 9), or "signal N" where this platform names none.
-
-    A process killed by signal N has return code -N (Popen.returncode, torchrun's "exitcode" in its failure
-    summary): pass -returncode."""
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def killed_hint(signum: int) -> str:
-    """What a death by `signum` suggests, to add to its message: SIGKILL is what the host's OOM killer sends."""
-    return "; the system may have run out of memory" if signum == signal.SIGKILL else ""
 
 
 # Allocation failures inside CUDA libraries, which torch raises as plain RuntimeErrors (cuBLAS creates its
@@ -178,18 +148,18 @@ def run_config(config, pipe: ProgressPipe) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dlbench.runner.worker", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="RunConfig as JSON")
+    parser.add_argument("--job", required=True, help="a JSON file holding the RunConfig to measure")
     parser.add_argument("--result", required=True, help="where to write the outcome JSON (atomically)")
     parser.add_argument("--progress-fd", type=int, default=None, help="pipe for progress events (JSON lines)")
     args = parser.parse_args(argv)
 
-    die_with_parent()
     from dlbench.jsonio import write_json_atomic
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
     pipe = ProgressPipe(args.progress_fd)
     pipe.send({"event": "started", "pid": os.getpid()})
-    config = RunConfig.from_dict(json.loads(args.config))
+    with open(args.job, encoding="utf-8") as f:
+        config = RunConfig.from_dict(json.load(f))
     outcome = run_config(config, pipe)
     write_json_atomic(args.result, outcome)
     pipe.send({"event": "finished", "status": outcome["status"]})

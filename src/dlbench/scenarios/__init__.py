@@ -15,16 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from dlbench.errors import BadInput
 from dlbench.scenarios.base import Scenario, UnsupportedConfig
+from dlbench.scenarios.generate import GenerateScenario
+from dlbench.scenarios.infer import InferScenario
 from dlbench.scenarios.train import TrainScenario
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 __all__ = ["SCENARIOS", "Scenario", "UnsupportedConfig", "get", "measure", "names", "unsupported_reason"]
 
 SCENARIOS: dict[str, Scenario] = {
     "train": TrainScenario(),
+    "infer": InferScenario(),
+    "generate": GenerateScenario(),
 }
 
 

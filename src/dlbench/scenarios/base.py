@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # pragma: no cover
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.device import DeviceFacts
-    from dlbench.runner.config import RunConfig
 
 Progress = Callable[[str, int, int], None]
 
@@ -81,11 +81,31 @@ class Scenario:
         from dlbench.analysis.configuration import PRECISIONS
         from dlbench.measurement.capabilities import unsupported_reason
 
+        refused = self.workload_reason(config.workload)
+        if refused:
+            return refused
         if config.precision in PRECISIONS and config.precision not in self.precisions:  # unknown: capabilities
             return (f"precision {config.precision} is not measured by the {self.name} scenario; "
                     f"choose from: {', '.join(self.precisions)}")
 
         return unsupported_reason(config, device_facts)
+
+    def workload_reason(self, name: str) -> str | None:
+        """Why this scenario does not run workload `name` (it names only other scenarios in `Workload.scenarios`:
+        the Llama workloads are generate-only), or None. An unknown name is left to the registry's message."""
+        from dlbench.errors import BadInput
+        from dlbench.workloads import registry
+
+        try:
+            workload = registry.get(name)
+        except BadInput:
+            return None
+        runs_in = getattr(workload, "scenarios", None)
+        if runs_in is not None and self.name not in runs_in:
+            return (f"workload {workload.name} runs in the {' and '.join(runs_in)} scenario"
+                    f"{'s' if len(runs_in) > 1 else ''} only, not {self.name} "
+                    f"(use --scenario {runs_in[0]})")
+        return None
 
     def run(self, config: RunConfig, workload: Any, *, progress: Progress | None = None, sampler: Any = None,
             wrap_model: Callable[[Any], Any] | None = None,

@@ -1,7 +1,7 @@
 """The training scenario: build, (compile,) warm up, then time repeats of training steps on one fixed batch.
 
 Exercise it with `PYTHONPATH=src python -c "from dlbench.scenarios import measure;
-from dlbench.runner.config import RunConfig; print(measure(RunConfig('resnet50', flavour='tiny',
+from dlbench.measurement.config import RunConfig; print(measure(RunConfig('resnet50', flavour='tiny',
 batch_size=4, warmup_steps=1, steps=3, repeats=2)))"`.
 
 The workload gives a plain model, its inputs and its targets; this scenario adds the loss the workload names
@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dlbench.analysis.configuration import PRECISIONS
+from dlbench.analysis.configuration import TRAIN_PRECISIONS
 from dlbench.measurement.clocks import clock_for, timed_steps
 from dlbench.measurement.compile import (
     COMPILE_STEPS,
@@ -59,7 +59,7 @@ from dlbench.measurement.memory import peak_memory, peak_memory_reset, peak_memo
 from dlbench.scenarios.base import Scenario, metric
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 # name -> (torch.optim class name, hyper-parameters). SGD with momentum is ResNet-50's recipe (NVIDIA's and
 # MLPerf's reference); AdamW with weight decay 0.01 is BERT's fine-tuning and pre-training optimizer.
@@ -206,8 +206,8 @@ def count_training_flops(workload: Any, config: Any, batch_size: int | None = No
 @functools.lru_cache(maxsize=64)
 def flops_per_sample(workload_name: str, flavour: str = "full", seq_len: int | None = None) -> float:
     """Training FLOPs per sample (forward + backward) of a registered workload; cached per process."""
+    from dlbench.measurement.config import RunConfig
     from dlbench.measurement.flops import COUNT_BATCH
-    from dlbench.runner.config import RunConfig
     from dlbench.workloads import registry
 
     workload = registry.get(workload_name)
@@ -221,7 +221,7 @@ class TrainScenario(Scenario):
     name = "train"
     description = "training steps (forward, loss, backward, optimizer) on a fixed synthetic batch: samples/s"
     config_class = TrainConfig
-    precisions = PRECISIONS
+    precisions = TRAIN_PRECISIONS
     headline = "samples_per_s"
 
     def run(self, config: RunConfig, workload: Any, *, progress: Callable[[str, int, int], None] | None = None,

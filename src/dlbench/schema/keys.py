@@ -35,5 +35,7 @@ BETTER: tuple[str, ...] = ("higher", "lower")
 # What a version-1 result measured: every version-1 document is training.
 DEFAULT_SCENARIO = "train"
 # The headline metric of each scenario, and its throughput (what rankings and scaling read).
-PRIMARY_METRICS: dict[str, str] = {"train": "samples_per_s"}
-THROUGHPUT_METRICS: dict[str, str] = {"train": "samples_per_s"}
+PRIMARY_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s",
+                                  "generate": "decode_tokens_per_s"}
+THROUGHPUT_METRICS: dict[str, str] = {"train": "samples_per_s", "infer": "samples_per_s",  # infer: offline
+                                     "generate": "decode_tokens_per_s"}

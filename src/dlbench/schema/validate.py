@@ -155,7 +155,7 @@ _RESULT_OPTIONAL = {
     "precision_flags": _OPT_DICT,
     "warnings": _OPT_STR_LIST,
     "flavour": _OPT_STR,
-    "unit": (_nullable(lambda v: v in ("images", "sequences")), "'images', 'sequences' or null"),
+    "unit": (_nullable(lambda v: v in ("images", "sequences", "tokens")), "'images', 'sequences', 'tokens' or null"),
 }
 # Added by version 2 (each result's scenario and its metrics, `docs/schema.md`).
 _RESULT_REQUIRED_V2 = {

@@ -1,7 +1,7 @@
 """AMD GPU telemetry through amdsmi (ROCm), used by `dlbench run` on a ROCm build of torch.
 
-`create_amd_sampler(index, interval_s)` returns the same `NvmlSampler` the NVIDIA path uses, reading through
-`AmdSmi`, an adapter that answers the `Nvml` calls dlbench needs from amdsmi. Where amdsmi is not importable
+`telemetry.sampler.create_amd_sampler(index, interval_s)` returns the same `NvmlSampler` the NVIDIA path uses,
+reading through `AmdSmi`, an adapter that answers the `Nvml` calls dlbench needs from amdsmi. Where amdsmi is not importable
 or cannot start, the sampler reports `available: False` with the reason.
 
 What amdsmi gives here: power (W), energy counter, temperature (edge, else hotspot), GFX and memory clocks,
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dlbench.telemetry.nvml import DeviceMatch, NotSupported, NvmlError, PcieLink
+from dlbench.telemetry.nvml import NotSupported, NvmlError, PcieLink
 
 _NOT_AVAILABLE_U32 = 0xFFFFFFFF  # amdsmi marks an unsupported struct member with UINT32_MAX
 
@@ -129,7 +129,7 @@ class AmdSmi:
         raise NotSupported("processes are not read on AMD GPUs")
 
 
-def _visible_index(index: int) -> int | None:
+def visible_index(index: int) -> int | None:
     """amdsmi numbers every GPU in the machine; map the HIP device index through the *_VISIBLE_DEVICES lists."""
     for var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
         value = os.environ.get(var)
@@ -139,32 +139,3 @@ def _visible_index(index: int) -> int | None:
                 return None  # UUID entries or nested lists: not matched here, rather than guessed
             return int(entries[index])
     return index
-
-
-def create_amd_sampler(index: int, interval_s: float) -> Any:
-    """An `NvmlSampler` over amdsmi for HIP device `index`, or an `UnavailableSampler` with the reason."""
-    from dlbench.telemetry.sampler import NvmlSampler, UnavailableSampler
-
-    try:
-        import amdsmi
-    except ImportError:
-        return UnavailableSampler("AMD GPU: the amdsmi Python package is not importable")
-    try:
-        amdsmi.amdsmi_init()
-    except Exception as exc:  # noqa: BLE001 - any failure to start means no telemetry, with the reason
-        return UnavailableSampler(f"AMD GPU: amdsmi could not start: {exc}")
-    adapter = AmdSmi(amdsmi)
-    physical = _visible_index(index)
-    handles = adapter.handles()
-    if physical is None or physical >= len(handles):
-        adapter.shutdown()
-        return UnavailableSampler(f"AMD GPU: cannot tell which amdsmi device is HIP device {index}")
-    handle = handles[physical]
-    try:
-        uuid = adapter.uuid(handle)
-    except NvmlError:
-        uuid = None
-    match = DeviceMatch(handle, physical, uuid, "visible_devices")
-    sampler = NvmlSampler(adapter, match, index, interval_s, owns_nvml=True)
-    sampler.source = "amdsmi"
-    return sampler

@@ -1,6 +1,6 @@
 """The environment block of a result document: what machine and software produced the numbers.
 
-Exercised by `dlbench run` (collected once per run in the planning child process, see `dlbench.runner.probe`)
+Exercised by `dlbench run` (collected once per run in the planning child process, see `dlbench.runner.planning`)
 and directly by `python -m dlbench.telemetry.environment`, which prints the block as JSON.
 
 Every key is always present; a fact that cannot be read is `None`, never guessed. torch and NVML are imported

@@ -343,8 +343,6 @@ def _create(device: str, interval_s: float, nvml: Any, uuid_of: Callable[[int], 
         return UnavailableSampler(f"no GPU sensors for device {device!r}")
     index = int(m.group(2) or 0)
     if nvml is None and _is_rocm():
-        from dlbench.telemetry.amd import create_amd_sampler
-
         return create_amd_sampler(index, interval_s)
     owns = nvml is None
     try:
@@ -375,3 +373,32 @@ def _is_rocm() -> bool:
 
 __all__ = ["create_sampler", "NvmlSampler", "UnavailableSampler", "summarize", "unavailable", "SERIES_KEYS",
            "CLOCK_EVENT_REASONS", "ENERGY_COUNTER", "ENERGY_INTEGRATED"]
+
+
+def create_amd_sampler(index: int, interval_s: float) -> Any:
+    """An `NvmlSampler` over amdsmi for HIP device `index`, or an `UnavailableSampler` with the reason."""
+    from dlbench.telemetry.amd import AmdSmi, visible_index
+
+    try:
+        import amdsmi
+    except ImportError:
+        return UnavailableSampler("AMD GPU: the amdsmi Python package is not importable")
+    try:
+        amdsmi.amdsmi_init()
+    except Exception as exc:  # noqa: BLE001 - any failure to start means no telemetry, with the reason
+        return UnavailableSampler(f"AMD GPU: amdsmi could not start: {exc}")
+    adapter = AmdSmi(amdsmi)
+    physical = visible_index(index)
+    handles = adapter.handles()
+    if physical is None or physical >= len(handles):
+        adapter.shutdown()
+        return UnavailableSampler(f"AMD GPU: cannot tell which amdsmi device is HIP device {index}")
+    handle = handles[physical]
+    try:
+        uuid = adapter.uuid(handle)
+    except NvmlError:
+        uuid = None
+    match = DeviceMatch(handle, physical, uuid, "visible_devices")
+    sampler = NvmlSampler(adapter, match, index, interval_s, owns_nvml=True)
+    sampler.source = "amdsmi"
+    return sampler

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 GIB = 1024**3
 
@@ -69,6 +69,8 @@ class Workload:
         loss: the training loss against `make_targets` (a name in `dlbench.scenarios.losses.LOSS_FUNCTIONS`).
         optimizer: the training optimizer (a name in `dlbench.scenarios.train.OPTIMIZERS`).
         description: one line for listings.
+        scenarios: the only scenarios that run this workload (`dlbench.scenarios`; the Llama workloads: generate),
+            or None: every scenario that takes a plain model and its inputs (train, infer).
     """
 
     name: str = ""
@@ -82,6 +84,7 @@ class Workload:
     loss: str = "cross-entropy"
     optimizer: str = "sgd"
     description: str = ""
+    scenarios: tuple[str, ...] | None = None
 
     def default_batch_size(
         self, device_memory_bytes: int | None, flavour: str, precision: str | None = None

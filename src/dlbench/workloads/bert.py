@@ -33,7 +33,7 @@ from dlbench.workloads.base import BertSpec, SizedWorkload
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 CASED_VOCAB = 28996  # bert-base-cased / bert-large-cased vocab.txt
 BERT_BASE = BertSpec(

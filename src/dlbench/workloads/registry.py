@@ -2,7 +2,7 @@
 
 Exercise it with `PYTHONPATH=src python -c "from dlbench.workloads import registry; print(registry.names())"`.
 
-The built-in families (`resnet`, `bert`) register their models when first needed; so does every module
+The built-in families (`resnet`, `bert`, `llama`) register their models when first needed; so does every module
 named in the environment variable `DLBENCH_PLUGINS` (comma-separated importable module names), which is
 how users and tests add workloads without touching the package:
 
@@ -26,7 +26,7 @@ from dlbench.workloads.base import Workload
 
 WORKLOADS: dict[str, Workload] = {}
 
-BUILTIN_MODULES: tuple[str, ...] = ("dlbench.workloads.resnet", "dlbench.workloads.bert")
+BUILTIN_MODULES: tuple[str, ...] = ("dlbench.workloads.resnet", "dlbench.workloads.bert", "dlbench.workloads.llama")
 PLUGINS_ENV = "DLBENCH_PLUGINS"
 
 _imported: set[str] = set()

@@ -17,7 +17,7 @@ from dlbench.workloads.base import ResNetSpec, SizedWorkload
 from dlbench.workloads.registry import register
 
 if TYPE_CHECKING:  # pragma: no cover
-    from dlbench.runner.config import RunConfig
+    from dlbench.measurement.config import RunConfig
 
 RESNET50 = ResNetSpec(block="bottleneck", layers=(3, 4, 6, 3), num_classes=1000, image_size=224)
 RESNET_TINY = ResNetSpec(block="basic", layers=(1, 1, 1, 1), num_classes=10, image_size=32)

@@ -1,14 +1,17 @@
-"""Start one multi-process group through torch.distributed's own launcher: used by `dlbench run --gpus 2` and
-`dlbench comm --gpus 2`.
+"""Start one multi-process group through torch.distributed's own launcher: `launch(Job(module, payload,
+nproc=2), timeout_s)`, used by `dlbench run --gpus 2` and `dlbench comm --gpus 2`.
 
-`run_group(job, nproc, timeout_s)` runs `python -m torch.distributed.run --standalone --nproc-per-node N
--m dlbench.runner.rank_worker JOB.json` (standalone: a c10d rendezvous on a free local port; through
-`dlbench.runner.launcher`, which ties the launcher's life to this process) in its own session and waits for it. Each rank writes a small status file (`rank-<r>.json`: pid, phase, progress, status, error);
-rank 0 writes the result. When the launcher returns non-zero, or the configuration's timeout expires, the whole
-process tree is torn down (SIGTERM to the launcher, which stops its workers, then SIGKILL to anything still
-alive) and the outcome names the failed rank and why, from the ranks' status files and torchrun's failure
-summary. The launcher asks the kernel to kill it if this process dies, and the workers to kill them if the
-launcher dies (Linux `PR_SET_PDEATHSIG`), so no process outlives the group, even when dlbench itself is killed.
+`run(job, timeout_s)` runs `python -m torch.distributed.run --standalone --nproc-per-node N
+-m MODULE JOB.json` (standalone: a c10d rendezvous on a free local port; torchrun and each rank through
+`launchers.tied`, which ties each one's life to its parent) in its own session and waits for it. Each rank (see
+`dlbench.runner.rank_worker`) writes a small status file (`rank-<r>.json`: pid, phase, progress, status, error);
+rank 0 writes the result. When the launcher returns non-zero, or the timeout expires, the whole process tree is
+torn down (SIGTERM to the launcher, which stops its workers, then SIGKILL to anything still alive) and the outcome
+names the failed rank and why, from the ranks' status files and torchrun's failure summary.
+
+A group's status is `ok`, `oom`, `error`, `timeout` or `interrupted`: a rank killed by a signal, or the launcher
+killed by one, ends the group with `error` naming the rank (`Outcome.failed_rank`) and the signal
+(`Outcome.signal`), since the group as a whole was torn down, not killed.
 """
 
 from __future__ import annotations
@@ -17,98 +20,96 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlbench.jsonio import write_json_atomic
-from dlbench.runner.worker import killed_hint, signal_name
+from dlbench.runner.launchers import (
+    Job,
+    OnEvent,
+    Outcome,
+    child_env,
+    interrupting_signal,
+    killed_hint,
+    signal_name,
+    tied_command,
+)
 
 # Grace period between SIGTERM to the launcher and SIGKILL to whatever is left.
 TERM_GRACE_S = 5.0
 POLL_S = 0.25
 
 
-@dataclass
-class GroupOutcome:
-    """How a group run ended. `status` is ok|error|oom|timeout; `error` is one line naming the failed rank;
-    `signal` the name of the signal that killed it ("SIGKILL": possibly the host's OOM killer), if one did."""
-
-    status: str
-    error: str | None = None
-    failed_rank: int | None = None
-    signal: str | None = None
-    result: Any = None
-    ranks: dict[int, dict[str, Any]] = field(default_factory=dict)
-    returncode: int | None = None
-    log_tail: str = ""
-
-
-def torchrun_command(nproc: int, job_path: Path, monitor_interval_s: float = 0.5) -> list[str]:
-    """The launcher command line for one group on this machine: torchrun, dying with this process."""
-    return [
-        sys.executable, "-m", "dlbench.runner.launcher",
+def torchrun_command(nproc: int, module: str, job_path: Path, monitor_interval_s: float = 0.5) -> list[str]:
+    """The launcher command line for one group on this machine: torchrun, each level dying with its parent."""
+    return tied_command("torch.distributed.run", [
         "--standalone",
         f"--nproc-per-node={nproc}",
         "--max-restarts=0",
         f"--monitor-interval={monitor_interval_s:g}",
-        "-m", "dlbench.runner.rank_worker", str(job_path),
-    ]
+        "-m", "dlbench.runner.launchers.tied", module, str(job_path),
+    ])
 
 
-def run_group(job: dict[str, Any], nproc: int, timeout_s: float, workdir: Path | None = None,
-              progress: Callable[[str, int, int], None] | None = None,
-              env: dict[str, str] | None = None) -> GroupOutcome:
-    """Run `job` (see `dlbench.runner.rank_worker`) on `nproc` local processes; tear everything down on failure.
+def run(job: Job, timeout_s: float, on_event: OnEvent | None = None, workdir: Path | None = None) -> Outcome:
+    """Run `job.module` on `job.nproc` local processes; tear everything down on failure.
 
-    `progress(phase, done, total)` is called with rank 0's progress while the group runs.
+    `on_event` gets rank 0's progress (`{"event": "progress", ...}`) while the group runs.
     """
+    started = time.monotonic()
     own_tmp = None
     if workdir is None:
         own_tmp = tempfile.TemporaryDirectory(prefix="dlbench-group-")
         workdir = Path(own_tmp.name)
     workdir.mkdir(parents=True, exist_ok=True)
-    job = {**job, "status_dir": str(workdir), "result_path": str(workdir / "result.json")}
+    nproc = job.nproc
+    payload = {**job.payload, "status_dir": str(workdir), "result_path": str(workdir / "result.json")}
     job_path = workdir / "job.json"
-    write_json_atomic(job_path, job)
+    write_json_atomic(job_path, payload)
     log_path = workdir / "torchrun.log"
-    from dlbench.runner.probe import child_env as base_env
-
-    child_env = {**base_env(), **(env or {})}
-    device = str(job.get("device") or job.get("config", {}).get("device") or "cpu")
+    env = child_env(job.env)
+    device = str(payload.get("device") or payload.get("config", {}).get("device") or "cpu")
     if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         # CPU ranks share the cores: each gets its part, so N processes together use what one process would
         # (torchrun would give each a single thread). On GPUs torchrun's default of 1 thread stays.
-        child_env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
-    child_env["PYTHONUNBUFFERED"] = "1"
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // nproc))
+    env["PYTHONUNBUFFERED"] = "1"
     try:
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(torchrun_command(nproc, job_path), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=child_env, start_new_session=True)
+            proc = subprocess.Popen(torchrun_command(nproc, job.module, job_path), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
             timed_out = False
+            interrupted = None
             try:
-                timed_out = _wait(proc, timeout_s, workdir, progress)
+                timed_out = _wait(proc, timeout_s, workdir, on_event)
+            except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM made into one (`sweep.Interrupted`)
+                interrupted = interrupting_signal(exc)
+                tear_down(proc)
             except BaseException:
                 tear_down(proc)
                 raise
             if timed_out:
                 dump_stacks(workdir)
-            if timed_out or proc.returncode != 0:
+            if interrupted is None and (timed_out or proc.returncode != 0):
                 tear_down(proc)
         log_tail = _tail(log_path)
         ranks = read_rank_status(workdir)
-        return _outcome(proc.returncode, timed_out, timeout_s, workdir, ranks, log_tail, nproc)
+        if interrupted is not None:
+            outcome = Outcome("interrupted", f"interrupted ({interrupted}); the group was torn down",
+                              signal=interrupted, exit_code=proc.returncode, stderr_tail=log_tail, ranks=ranks)
+        else:
+            outcome = _outcome(proc.returncode, timed_out, timeout_s, workdir, ranks, log_tail, nproc)
+        outcome.wall_time_s = time.monotonic() - started
+        return outcome
     finally:
         if own_tmp is not None:
             own_tmp.cleanup()
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float, workdir: Path,
-          progress: Callable[[str, int, int], None] | None) -> bool:
+def _wait(proc: subprocess.Popen, timeout_s: float, workdir: Path, on_event: OnEvent | None) -> bool:
     """Wait for the launcher; True when the timeout expired first."""
     deadline = time.monotonic() + timeout_s
     last = None
@@ -118,11 +119,12 @@ def _wait(proc: subprocess.Popen, timeout_s: float, workdir: Path,
             return False
         except subprocess.TimeoutExpired:
             pass
-        if progress is not None:
+        if on_event is not None:
             state = _read_json(workdir / "rank-0.json") or {}
             current = (state.get("phase"), state.get("done"), state.get("total"))
             if current != last and current[0] and current[2]:
-                progress(current[0], int(current[1] or 0), int(current[2]))
+                on_event({"event": "progress", "phase": current[0], "done": int(current[1] or 0),
+                          "total": int(current[2])})
                 last = current
         if time.monotonic() >= deadline:
             return True
@@ -302,14 +304,14 @@ def is_collective_timeout(message: str | None) -> bool:
 
 
 def _outcome(returncode: int | None, timed_out: bool, timeout_s: float, workdir: Path,
-             ranks: dict[int, dict[str, Any]], log_tail: str, nproc: int) -> GroupOutcome:
+             ranks: dict[int, dict[str, Any]], log_tail: str, nproc: int) -> Outcome:
     result = _read_json(workdir / "result.json")
     if not timed_out and returncode == 0 and result is not None:
-        return GroupOutcome("ok", result=result, ranks=ranks, returncode=0, log_tail=log_tail)
+        return Outcome("ok", result=result, ranks=ranks, exit_code=0, stderr_tail=log_tail)
 
-    def fail(status: str, error: str, rank: int | None, signal_: str | None = None) -> GroupOutcome:
-        return GroupOutcome(status, error=error, failed_rank=rank, signal=signal_, ranks=ranks,
-                            returncode=returncode, log_tail=log_tail)
+    def fail(status: str, error: str, rank: int | None, signal_: str | None = None) -> Outcome:
+        return Outcome(status, error=error, failed_rank=rank, signal=signal_, ranks=ranks,
+                       exit_code=returncode, stderr_tail=log_tail)
 
     failures, root = parse_torchrun_failures(log_tail)
     reported = {r: s for r, s in ranks.items() if s.get("status") in ("error", "oom")}
@@ -405,35 +407,3 @@ def _hang_suspect(unfinished: list[int], ranks: dict[int, dict[str, Any]],
         return r, (f"rank {r} was stuck in {func} ({Path(file).name}:{line}) while the others waited for it in "
                    "a collective")
     return None, None
-
-
-def run_group_worker(config, timeout_s: float,
-                     on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """The multi-process counterpart of `dlbench.runner.sweep.run_worker` for `config.world_size > 1`.
-
-    Returns the same outcome shape (`status`, `error`, `measurement`, `telemetry_reason`, `signal`, `wall_time_s`)
-    plus `extra` (result keys: `nodes`, `ranks`, `ddp`, `failed_rank`) and `warnings` (e.g. mixed GPU models).
-    """
-    started = time.monotonic()
-
-    def progress(phase: str, done: int, total: int) -> None:
-        if on_event is not None:
-            on_event({"event": "progress", "phase": phase, "done": done, "total": total})
-
-    # Collectives may block longer than the configuration's timeout, so that a hung rank is handled by the
-    # parent's tear-down (which reports every rank's progress) rather than by one rank's collective error.
-    job = {"kind": "measure", "config": config.to_dict(), "pg_timeout_s": timeout_s + 60}
-    outcome = run_group(job, config.world_size, timeout_s, progress=progress)
-    extra: dict[str, Any] = {"failed_rank": outcome.failed_rank}
-    warnings: list[str] = []
-    measurement = None
-    telemetry_reason = None
-    if outcome.status == "ok":
-        measurement = dict(outcome.result)
-        extra.update({key: measurement.pop(key) for key in ("nodes", "ranks", "ddp") if key in measurement})
-        measurement.pop("world_size", None)
-        warnings = list(measurement.pop("warnings", None) or [])
-        telemetry_reason = measurement.pop("telemetry_reason", None)
-    return {"status": outcome.status, "error": outcome.error, "measurement": measurement,
-            "telemetry_reason": telemetry_reason, "signal": outcome.signal, "extra": extra, "warnings": warnings,
-            "wall_time_s": time.monotonic() - started}

@@ -44,6 +44,8 @@ class RunConfig:
     flavour: str = "full"
     world_size: int = 1
     scenario: str = "train"  # the kind of benchmark: a name in `dlbench.scenarios.SCENARIOS`
+    prompt_len: int | None = None  # generate: prompt tokens (None: 512; the other scenarios: unused)
+    new_tokens: int | None = None  # generate: tokens generated after the prompt (None: 128)
 
     def __post_init__(self) -> None:
         # Precision and compile names in any case, as on the command line (`AMP-FP16` is `amp-fp16`).
