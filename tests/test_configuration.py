@@ -33,13 +33,19 @@ def test_missing_fields_read_as_their_defaults(missing):
     assert config_label(row) == "resnet50 fp32 compile=off bs=32"
     assert config_label(row, words=True) == "resnet50 fp32 eager bs 32"
     # A version-1 result names no scenario: it measured training.
-    assert config_key(row) == ("train", "resnet50", "fp32", "off", 32, None, 1, "full")
+    assert config_key(row) == ("train", "resnet50", "fp32", "off", 32, None, 1, "full", None)
 
 
 def test_results_of_two_scenarios_never_share_a_key():
     train = {"workload": "resnet50", "precision": "fp32", "batch_size": 32}
     assert config_key({**train, "scenario": "train"}) == config_key(train)
     assert config_key({**train, "scenario": "infer"}) != config_key(train)
+
+
+def test_generations_of_different_lengths_never_share_a_key():
+    gen = {"scenario": "generate", "workload": "llama-3.1-8b", "precision": "bf16", "batch_size": 1, "seq_len": 512}
+    assert config_key({**gen, "new_tokens": 128}) != config_key({**gen, "new_tokens": 32})
+    assert config_key({**gen, "new_tokens": 128}) == config_key({**gen, "new_tokens": 128})
 
 
 def test_per_device_series_and_workload_left_out():

@@ -21,9 +21,10 @@ from dlbench.errors import BadInput
 from dlbench.schema.keys import DEFAULT_SCENARIO
 
 # The fields that identify one measured configuration; two results are compared only when all agree. The scenario
-# first: a training result is never paired with an inference result of the same model and batch size.
+# first: a training result is never paired with an inference result of the same model and batch size. A generate
+# result's prompt length is its `seq_len`; `new_tokens` (absent elsewhere) keeps pp512/tg128 apart from pp512/tg32.
 CONFIG_KEYS: tuple[str, ...] = ("scenario", "workload", "precision", "compile", "batch_size", "seq_len",
-                                "world_size", "flavour")
+                                "world_size", "flavour", "new_tokens")
 
 # Numerical precision modes. fp32 is strict (TF32 off for matmul and cuDNN); tf32 needs CUDA CC >= 8.0;
 # amp-fp16 is autocast fp16 with a GradScaler; amp-bf16 is autocast bf16 (needs hardware support, CPU allowed).
