@@ -4,16 +4,14 @@ The server is the one `DLBENCH_TEST_POSTGRES_URL` names (an empty scratch databa
 `DLBENCH_TEST_POSTGRES_URL=postgresql+psycopg://dlbench@/dlbench_test?host=/tmp/pgsock&port=54329
 PYTHONPATH=src python -m pytest -q tests/test_store_postgres.py`; without it, a throwaway PostgreSQL started by
 `pgserver` (a test extra on x86_64 Linux and macOS: PostgreSQL binaries in a wheel) in a temporary folder; skipped
-when neither is there or the psycopg driver is missing. The test drops dlbench's tables again at the end.
+when neither is there or the psycopg driver is missing (the `pg_url` fixture, in conftest.py). The test drops
+dlbench's tables again at the end.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import tempfile
 
 import pytest
 import sqlalchemy as sa
@@ -22,33 +20,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 import store_docs
+from db_helpers import drop_dlbench_tables
 from dlbench.errors import BadInput
 from dlbench.schema import upgrade
 from dlbench.store import db, open_store
 from dlbench.store.schema import metadata
-
-
-@pytest.fixture(scope="module")
-def pg_url(tmp_path_factory):
-    """A PostgreSQL URL: DLBENCH_TEST_POSTGRES_URL, else a server of pgserver's own, stopped after the module."""
-    url = os.environ.get("DLBENCH_TEST_POSTGRES_URL")
-    if url:
-        yield url
-        return
-    pytest.importorskip("psycopg", reason="no psycopg driver (pip install 'dlbench[postgres]')")
-    pgserver = pytest.importorskip("pgserver", reason="DLBENCH_TEST_POSTGRES_URL not set and no pgserver")
-    # A short folder: the server's Unix socket lives in it and socket paths are limited to about 100 bytes.
-    folder = tempfile.mkdtemp(prefix="dlpg")
-    try:
-        server = pgserver.get_server(folder, cleanup_mode="stop")
-    except Exception as exc:  # noqa: BLE001 - a server that cannot start here is a missing tool, not a failure
-        shutil.rmtree(folder, ignore_errors=True)
-        pytest.skip(f"pgserver could not start PostgreSQL: {exc}")
-    try:
-        yield f"postgresql+psycopg://postgres@/postgres?host={folder}"
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -57,9 +33,7 @@ def pg_store(pg_url):
     try:
         yield store
     finally:
-        with db.transaction(store.engine, write=True) as conn:
-            command.downgrade(db._alembic_config(conn), "base")
-            conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+        drop_dlbench_tables(store.engine)
         store.close()
 
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, measured_step_times, significance
+from dlbench.analysis.compare import DEFAULT_ALPHA, ENV_KEYS, Reference, measured_step_times, significance
 from dlbench.analysis.configuration import config_fields, config_key, config_label
 from dlbench.analysis.diagnose import telemetry_findings
 from dlbench.analysis.energy import gpu_label, gpus_of, usable
@@ -285,8 +285,6 @@ def _peers(measured: list[dict[str, Any]], median: float | None, judged: bool, t
     the test; a run below the threshold, the only kind tested, is never in it). `sm_clocks`: every measured run's
     mean SM clock, and `gpu_sm_clocks` every GPU's of the runs with per-GPU telemetry (the run's own included,
     as the fleet median they are set against)."""
-    import numpy as np
-
     pool: list[float] = []
     if judged and median is not None:
         for o in measured:
@@ -296,8 +294,8 @@ def _peers(measured: list[dict[str, Any]], median: float | None, judged: bool, t
               if usable(o["result"].get("telemetry"))]
     gpu_clocks = [g.get("sm_clock_mean_mhz") for o in measured for g in gpus_of(o["result"].get("telemetry"))
                   if usable(g) and g.get("sm_clock_mean_mhz")]
-    # An array once, rather than the tests converting the same list again for every run they test.
-    return {"pool": np.asarray(pool, dtype=float), "sm_clocks": [c for c in clocks if c], "gpu_sm_clocks": gpu_clocks}
+    # Sorted and summed up once, rather than the tests ranking the same pool again for every run they test.
+    return {"pool": Reference(pool), "sm_clocks": [c for c in clocks if c], "gpu_sm_clocks": gpu_clocks}
 
 
 def _row(e: dict[str, Any], peers: dict[str, Any], median: float | None, judged: bool,
@@ -399,7 +397,7 @@ def _causes(e: dict[str, Any], peers: dict[str, Any], majority: dict[str, Any],
     packages = env.get("package_versions") if isinstance(env.get("package_versions"), dict) else {}
     for package, fleet in (majority.get("package_versions") or {}).items():  # transformers, torchvision, ...
         have = packages.get(package)
-        if have is not None and fleet is not None and have != fleet:
+        if have is not None and fleet is not None and _hashable(have) != fleet:
             out.append(_cause(f"{package}_differs", "warn", f"{package} {have}, the fleet's majority has {fleet}",
                               f"{package} {have} (fleet {fleet})"))
     limit, fleet_limit = _power_limit(r), majority.get("power_limit_w")
@@ -475,7 +473,13 @@ def _majorities(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+    """A version as a Counter key: lists (`nccl_version: [2, 27, 3]`) as tuples, and whatever else a document
+    holds in these free-form fields (a dict) as something hashable too."""
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 def _mark_fleet_wide(rows: list[dict[str, Any]]) -> None:

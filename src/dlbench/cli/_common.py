@@ -68,6 +68,8 @@ def table_console(min_width: int = 200):
 def plain(text: str) -> str:
     """Text from a result document, safe to print on a terminal: newlines and tabs become spaces, other control
     characters (an escape sequence in a hostname or an error message) become U+FFFD instead of reaching it."""
+    if text.isprintable():  # nearly always: a fleet's table has thousands of names and numbers to check
+        return text
     return "".join(c if c.isprintable() else " " if c in "\n\r\t" else "\ufffd" for c in text)
 
 

@@ -64,7 +64,7 @@ def load_documents(refs: list[str], db: str | None, since: Any, gpu: str | None)
 
     with open_store(db) as store:
         listed = store.list_runs(gpu=gpu, since=since)
-        return [store.get_run(run["run_id"]) for run in listed], f"database {store.label}"
+        return store.get_runs([run["run_id"] for run in listed]), f"database {store.label}"
 
 
 def select_runs(refs: list[str], db: str | None, since: str | None = None, hosts: list[str] | None = None,

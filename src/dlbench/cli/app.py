@@ -81,12 +81,27 @@ def _usage_error_line(exc: Exception) -> str:
     return f"error: {message}{hint}"
 
 
+def _is_text(arg: str) -> bool:
+    """An argument that encodes as UTF-8: a database driver, a JSON file and the terminal all take it."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point. Unexpected errors print one line (a traceback with DLBENCH_DEBUG=1).
 
     Click's own errors (an option value that does not parse, an unknown option) are printed as one `error:`
-    line too, exit 2, instead of typer's usage box: every bad input reads the same.
+    line too, exit 2, instead of typer's usage box: every bad input reads the same. So is an argument that is
+    not UTF-8 (`dlbench results list --gpu $'\\xff'`), which no database, JSON file or terminal would take.
     """
+    undecodable = next((a for a in (sys.argv[1:] if argv is None else argv) if not _is_text(a)), None)
+    if undecodable is not None:  # bytes that are not UTF-8 (Python keeps them as lone surrogates)
+        print(f"error: an argument is not valid UTF-8 text: {undecodable.encode('utf-8', 'backslashreplace').decode()} "
+              "(dlbench stores and compares text as UTF-8)", file=sys.stderr)
+        sys.exit(2)
     try:
         code = get_app()(args=argv, prog_name="dlbench", standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)  # typer.Exit(n) comes back as n

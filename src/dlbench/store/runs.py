@@ -237,6 +237,24 @@ class Store:
         run_id = self.resolve(ref)
         return self._read(lambda conn: self._stored_document(conn, run_id))
 
+    def get_runs(self, run_ids: list[str]) -> list[dict]:
+        """The stored documents of many runs (full ids, as `list_runs` gives them), in that order, read in one
+        transaction a chunk of ids per query (`dlbench fleet` over thousands of nodes: one query per run, each
+        resolving its id first, made that quadratic). An id not stored → `BadInput`."""
+        def fetch(conn: sa.Connection) -> dict[str, str]:
+            texts: dict[str, str] = {}
+            for start in range(0, len(run_ids), 500):  # well below SQLite's limit on bound parameters
+                chunk = run_ids[start:start + 500]
+                texts.update(conn.execute(sa.select(runs.c.run_id, runs.c.document_json)
+                                          .where(runs.c.run_id.in_(chunk))).all())
+            return texts
+
+        texts = self._read(fetch)
+        missing = [run_id for run_id in run_ids if run_id not in texts]
+        if missing:
+            raise BadInput(f"no stored run {missing[0]} (deleted meanwhile?)")
+        return [upgrade(json.loads(texts[run_id])) for run_id in run_ids]
+
     def list_runs(self, gpu: str | None = None, workload: str | None = None,
                   since: datetime | None = None) -> list[dict]:
         """Stored runs, newest first. `gpu` and `workload` match case-insensitive substrings; `since` is
