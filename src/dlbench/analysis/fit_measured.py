@@ -88,7 +88,7 @@ def _gpu_of(doc: dict[str, Any], result: dict[str, Any]) -> str | None:
 def _number(value: Any) -> float | None:
     if isinstance(value, dict):  # a metric: {"value": ..., "unit": ...}
         value = value.get("value")
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def generate_results(documents: Iterable[dict[str, Any]], model: str,
