@@ -56,7 +56,7 @@ def test_fit_shows_the_stored_run_beside_the_estimate(capsys):
     estimate = memory_needed(LLAMA_1B, "serve", "bf16", context=640)
     assert f"run {doc['run_id'][:12]}" in out and "NVIDIA H100 80GB HBM3" in out
     assert f"weights: measured {WEIGHTS_1B / GIB:,.2f} GiB, estimated " \
-           f"{estimate.term('weights').bytes / GIB:,.2f} GiB (x1.00)" in out
+           f"{estimate.term('weights').bytes / GIB:,.2f} GiB (+128 B, x1.00)" in out
     assert f"peak memory: measured {3.1e9 / GIB:,.2f} GiB allocated" in out
     assert f"estimated {estimate.total_bytes / GIB:,.2f} GiB total" in out
     assert "closest stored shape" not in out  # the same batch and context

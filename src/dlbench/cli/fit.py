@@ -134,7 +134,8 @@ def measured_lines(measured: Any, est: Any) -> list[str]:
     if measured.weight_bytes is not None:
         lines.append(f"  weights: measured {_gib(measured.weight_bytes)} GiB, estimated "
                      f"{_gib(measured.estimated_weight_bytes)} GiB "
-                     f"({_ratio(measured.weight_bytes, measured.estimated_weight_bytes)})")
+                     f"({measured.weight_bytes - measured.estimated_weight_bytes:+,.0f} B, "
+                     f"{_ratio(measured.weight_bytes, measured.estimated_weight_bytes)})")
     if measured.peak_memory_bytes is not None:
         reserved = (f" ({_gib(measured.peak_reserved_bytes)} GiB reserved)"
                     if measured.peak_reserved_bytes is not None else "")
