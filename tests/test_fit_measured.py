@@ -132,3 +132,17 @@ def test_fit_weights_term_equals_the_generate_scenario_count_on_the_meta_device(
     stored, _ = weight_bytes_read(model)
     assert stored == WEIGHTS_1B == 2_471_628_928
     assert stored - params == sum(b.numel() * b.element_size() for b in model.buffers()) == 128
+
+
+def test_fit_with_a_stored_run_does_not_import_torch():
+    import subprocess
+    import sys
+
+    store_doc(document([_generate()]))
+    code = ("import sys\nfrom dlbench.cli.app import main\n"
+            "try:\n    main(['fit', 'llama-3.2-1b', '--context', '640'])\nexcept SystemExit as exc:\n"
+            "    assert not exc.code, exc.code\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "weights: measured" in proc.stdout
