@@ -4,7 +4,8 @@
     dlbench fit llama-3.1-70b --mode qlora --gpu "RTX 4090"
     dlbench fit --list
 
-Never imports torch. The arithmetic is `dlbench.analysis.fit` (formulas and sources in its docstring and in
+With a stored full-flavour generate run of the model at the precision (`dlbench run --scenario generate`),
+`--task serve` shows it beside the estimate (`dlbench.analysis.fit_measured`). Never imports torch. The arithmetic is `dlbench.analysis.fit` (formulas and sources in its docstring and in
 docs/fit.md); this module parses, calls and prints. Memory is printed in GiB, as GPU memory sizes are binary.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import typer
 
-from dlbench.cli._common import json_option, print_json, table_console
+from dlbench.cli._common import db_option, json_option, print_json, table_console
 from dlbench.errors import BadInput
 
 GIB = 2**30
@@ -117,6 +118,63 @@ def _one_gpu_line(est: Any, spec: Any) -> tuple[str, dict[str, Any]]:
     return line, data
 
 
+def _ratio(measured: float, estimated: float) -> str:
+    return f"x{measured / estimated:.2f}" if estimated else "-"
+
+
+def measured_lines(measured: Any, est: Any) -> list[str]:
+    """The stored generate run beside the estimate, as text lines (`analysis.fit_measured.MeasuredServe`)."""
+    from dlbench.analysis.fit import FIXED_OVERHEAD_BYTES
+
+    when = (measured.created_at or "")[:16].replace("T", " ")
+    where = measured.gpu or measured.device or "unknown device"
+    lines = [f"[bold]Measured[/bold] (run {measured.run_id[:12]}, {where}{', ' + when if when else ''}; "
+             f"{measured.precision}, batch {measured.batch}, context {measured.context:,} = "
+             f"{measured.prompt_len:,} prompt + {measured.new_tokens:,} new tokens):"]
+    if measured.weight_bytes is not None:
+        lines.append(f"  weights: measured {_gib(measured.weight_bytes)} GiB, estimated "
+                     f"{_gib(measured.estimated_weight_bytes)} GiB "
+                     f"({measured.weight_bytes - measured.estimated_weight_bytes:+,.0f} B, "
+                     f"{_ratio(measured.weight_bytes, measured.estimated_weight_bytes)})")
+    if measured.peak_memory_bytes is not None:
+        reserved = (f" ({_gib(measured.peak_reserved_bytes)} GiB reserved)"
+                    if measured.peak_reserved_bytes is not None else "")
+        lines.append(f"  peak memory: measured {_gib(measured.peak_memory_bytes)} GiB allocated{reserved}, "
+                     f"estimated {_gib(measured.estimated_total_bytes)} GiB total, "
+                     f"{_gib(measured.estimated_without_context_bytes)} GiB without the "
+                     f"{FIXED_OVERHEAD_BYTES / GIB:g} GiB CUDA context torch does not count "
+                     f"({_ratio(measured.peak_memory_bytes, measured.estimated_without_context_bytes)})")
+    else:
+        lines.append("  peak memory: not measured (dlbench measures peak memory on CUDA GPUs only)")
+    if not measured.same_shape:
+        lines.append(f"  The closest stored shape: the question is batch {est.batch}, context {est.context:,}; "
+                     "the estimates on these lines are at the run's shape.")
+    return lines
+
+
+def _measured(db: str | None, use_runs: bool, shape: Any, est: Any) -> tuple[Any, int]:
+    """(the closest stored generate run beside the estimate or None, --tiny runs left out) for --task serve."""
+    if not use_runs or est.mode != "serve":
+        return None, 0
+    from dlbench.analysis.fit_measured import closest_measured, tiny_only
+    from dlbench.cli._measured import stored_documents
+
+    docs = stored_documents(db, shape.name)
+    if not docs:
+        return None, 0
+    measured = closest_measured(docs, shape, est.precision, est.context, est.batch)
+    return measured, (0 if measured is not None else tiny_only(docs, shape.name, est.precision))
+
+
+def _print_measured(out: Any, measured: Any, tiny: int, est: Any) -> None:
+    if measured is not None:
+        for line in measured_lines(measured, est):
+            out.print(line, highlight=False)
+    elif tiny:
+        out.print(f"Measured: only --tiny generate runs of {est.model} at {est.precision} are stored ({tiny}); "
+                  "a tiny run is a different, smaller shape, so none is shown beside the estimate.", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add `dlbench fit` to `app`."""
     from dlbench.analysis.fit import DEFAULT_CONTEXT, DEFAULT_LORA_RANK, MODES, OPTIMIZERS, WEIGHT_BITS
@@ -138,6 +196,10 @@ def register(app: typer.Typer) -> None:
         checkpointing: bool = typer.Option(True, "--checkpointing/--no-checkpointing",
                                            help="Gradient checkpointing per layer (training modes)."),
         list_models: bool = typer.Option(False, "--list", help="List the model catalogue and exit."),
+        use_runs: bool = typer.Option(True, "--runs/--no-runs", help="With --task serve, show your stored "
+                                      "generate run of the model and precision (the closest shape) beside the "
+                                      "estimate (default); --no-runs: the estimate alone."),
+        db: str = db_option(),
         as_json: bool = json_option(),
     ) -> None:
         """Memory to serve or fine-tune an LLM (weights, KV cache, gradients, optimizer, activations, overhead)
@@ -155,19 +217,29 @@ def register(app: typer.Typer) -> None:
                             optimizer=optimizer, checkpointing=checkpointing)
         if spec is not None and not spec.memory_bytes:
             raise BadInput(f"the catalogue has no memory size for {spec.name}")
+        measured, tiny = _measured(db, use_runs, shape, est)
+        extra: dict[str, Any] = {}
+        if measured is not None:
+            extra["measured"] = measured.to_dict()
+        elif tiny:
+            extra["measured"] = None
+            extra["measured_note"] = f"only --tiny generate runs are stored ({tiny}): a different shape"
         out = table_console(140)
         if spec is not None:
             line, data = _one_gpu_line(est, spec)
             if as_json:
-                print_json({"model": shape.to_dict(), "estimate": est.to_dict(), "gpu": data})
+                print_json({"model": shape.to_dict(), "estimate": est.to_dict(), "gpu": data, **extra})
                 return
             out.print(_terms_table(est, shape))
+            _print_measured(out, measured, tiny, est)
             out.print(line)
             return
         fits = gpus_that_hold(est)
         if as_json:
-            print_json({"model": shape.to_dict(), "estimate": est.to_dict(), "gpus": [f.to_dict() for f in fits]})
+            print_json({"model": shape.to_dict(), "estimate": est.to_dict(), "gpus": [f.to_dict() for f in fits],
+                        **extra})
             return
         out.print(_terms_table(est, shape))
+        _print_measured(out, measured, tiny, est)
         out.print(_gpus_table(fits))
         out.print(f"Shape from {shape.source}. Formulas and sources: docs/fit.md.")
