@@ -145,6 +145,27 @@ def test_mixed_precision_on_cpu(precision, dtype, scaler):
     assert len(result["repeats"][0]["step_times_s"]) == 2
 
 
+def test_compile_watch_warns_of_recompiles_and_graph_skips(monkeypatch):
+    from dlbench.measurement import compile as compile_mod
+
+    counts = {"stats": 10, "skips": 2}
+    monkeypatch.setattr(compile_mod, "compile_counters", lambda: counts["stats"])
+    monkeypatch.setattr(compile_mod, "cuda_graph_skips", lambda: counts["skips"])
+    watch = compile_mod.CompileWatch(compiled=True, cuda_graphs=True)
+    watch.compile_done()
+    watch.check("not kept: nothing recompiled")
+    counts.update(stats=11, skips=5)
+    watch.check("recompiled")
+    assert watch.read() == (["recompiled", "CUDA graphs skipped for 3 compiled graph(s): those ran without graphs "
+                             "(TORCH_LOGS=cudagraphs says why)"], 3)
+
+    eager = compile_mod.CompileWatch(compiled=False, cuda_graphs=False)
+    eager.compile_done()
+    counts.update(stats=12, skips=6)
+    eager.check("not kept: not compiled")
+    assert eager.read() == ([], None)
+
+
 def test_compile_cache_is_fresh_and_removed(monkeypatch):
     import os
 

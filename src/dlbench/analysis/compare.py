@@ -101,13 +101,7 @@ def significance(a_times: list[float] | Reference, b_times: list[float],
     out: dict[str, Any] = {"welch_p": None, "mannwhitney_p": None, "significant": None, "reason": None}
     if isinstance(a_times, Reference):
         if len(a_times) > 8 and len(b_times) > 8 and not (a_times.constant and _constant(b_times)):
-            welch_p, mwu_p = (_finite_or_none(p) for p in a_times.test(b_times))
-            out.update(welch_p=welch_p, mannwhitney_p=mwu_p)
-            if welch_p is None or mwu_p is None:
-                out["reason"] = "the tests are undefined for these step times"
-                return out
-            out["significant"] = bool(welch_p < alpha and mwu_p < alpha)
-            return out
+            return _verdict(out, *(_finite_or_none(p) for p in a_times.test(b_times)), alpha)
         a_times = a_times.times.tolist()
     if len(a_times) < 2 or len(b_times) < 2:
         out["reason"] = "fewer than 2 measured steps on one side"
@@ -121,8 +115,11 @@ def significance(a_times: list[float] | Reference, b_times: list[float],
         return out
     welch = stats.ttest_ind(a_times, b_times, equal_var=False)
     mwu = stats.mannwhitneyu(a_times, b_times, alternative="two-sided")
-    welch_p = _finite_or_none(welch.pvalue)
-    mwu_p = _finite_or_none(mwu.pvalue)
+    return _verdict(out, _finite_or_none(welch.pvalue), _finite_or_none(mwu.pvalue), alpha)
+
+
+def _verdict(out: dict[str, Any], welch_p: float | None, mwu_p: float | None, alpha: float) -> dict[str, Any]:
+    """`out` with both p-values and whether both tests find a difference at `alpha` (or why they cannot)."""
     out.update(welch_p=welch_p, mannwhitney_p=mwu_p)
     if welch_p is None or mwu_p is None:
         out["reason"] = "the tests are undefined for these step times"

@@ -105,10 +105,7 @@ def vs_published_inference(result: dict[str, Any], gpu_name: str | None, rows: l
         out["reason"] = f"no comparable published {name} figures for {what} ({metric})"
         return out
     measured = float(value(result, metric) or 0.0)
-    own = next((m for m in medians if canonical is not None and m["gpu"] == canonical), None)
-    others = [m for m in medians if m is not own]
-    out["rank"] = 1 + sum(1 for m in others if m["value"] > measured)
-    out["rank_of"] = len(others) + 1
+    own, out["rank"], out["rank_of"] = place_among(medians, canonical, measured, "value")
     if own is not None:
         out["ratio"] = measured / own["value"]
         out["published_median"] = own["value"]
@@ -129,11 +126,27 @@ def rank_inference(entries: list[dict[str, Any]], result: dict[str, Any],
     """The published GPUs' medians comparable with `result` plus this run's `entries` (each `{"label",
     "value"}`), fastest first: `label`, `value`, `is_this_run`, `count`, `sources`. Empty when nothing
     published compares (the report's tokens/s ranking chart)."""
-    medians = published_inference_medians(result, rows)
+    return with_this_run(published_inference_medians(result, rows), entries, "value")
+
+
+def place_among(medians: list[dict[str, Any]], canonical: str | None, measured: float,
+                key: str) -> tuple[dict[str, Any] | None, int, int]:
+    """Where `measured` stands among the published GPUs' `medians` (each `gpu` and its `key` value): the median of
+    this run's own GPU (`canonical`; None when none was published), this run's rank among the others, fastest 1,
+    and how many it is ranked among (the others plus this run)."""
+    own = next((m for m in medians if canonical is not None and m["gpu"] == canonical), None)
+    others = [m for m in medians if m is not own]
+    return own, 1 + sum(1 for m in others if m[key] > measured), len(others) + 1
+
+
+def with_this_run(medians: list[dict[str, Any]], entries: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The published GPUs' `medians` plus this run's `entries` (each `label` and its `key` value; none left out
+    unless it has no value), fastest first: `label`, `key`, `is_this_run`, `count`, `sources`. Empty when no
+    median was published."""
     if not medians:
         return []
-    out = [{"label": m["gpu"], "value": m["value"], "is_this_run": False, "count": m["count"],
-            "sources": m["sources"]} for m in medians]
-    out += [{"label": e["label"], "value": float(e["value"]), "is_this_run": True, "count": 1,
-             "sources": ["this run"]} for e in entries if e.get("value")]
-    return sorted(out, key=lambda r: -r["value"])
+    rows = [{"label": m["gpu"], key: m[key], "is_this_run": False, "count": m["count"],
+             "sources": m["sources"]} for m in medians]
+    rows += [{"label": e["label"], key: float(e[key]), "is_this_run": True, "count": 1,
+              "sources": ["this run"]} for e in entries if e.get(key)]
+    return sorted(rows, key=lambda r: r[key], reverse=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from dlbench.analysis.inference_ranking import place_among, with_this_run
 from dlbench.schema.metrics import scenario, throughput
 
 # Published throughput is for the full-size models; a tiny-flavour result says nothing about them.
@@ -135,10 +136,7 @@ def vs_published(result: dict[str, Any], gpu_name: str | None, published: list[A
                          f"{_near_misses(workload, precision, seq_len, num_gpus, published)}")
         return out
     value = throughput(result)
-    own = next((m for m in medians if canonical is not None and m["gpu"] == canonical), None)
-    others = [m for m in medians if m is not own]
-    out["rank"] = 1 + sum(1 for m in others if m["samples_per_s"] > value)
-    out["rank_of"] = len(others) + 1
+    own, out["rank"], out["rank_of"] = place_among(medians, canonical, value, "samples_per_s")
     if own is not None:
         out["ratio"] = value / own["samples_per_s"]
         out["published_median_samples_per_s"] = own["samples_per_s"]
@@ -163,14 +161,8 @@ def rank_among_published(entries: list[dict[str, Any]], workload: str, precision
     Each row: `label`, `samples_per_s`, `is_this_run`, `count` (published rows behind a median), `sources`.
     Used by the report's ranking bar chart; empty when nothing published matches.
     """
-    medians = published_medians(workload, precision, seq_len, num_gpus, published)
-    if not medians:
-        return []
-    rows = [{"label": m["gpu"], "samples_per_s": m["samples_per_s"], "is_this_run": False, "count": m["count"],
-             "sources": m["sources"]} for m in medians]
-    rows += [{"label": e["label"], "samples_per_s": float(e["samples_per_s"]), "is_this_run": True, "count": 1,
-              "sources": ["this run"]} for e in entries if e.get("samples_per_s")]
-    return sorted(rows, key=lambda r: r["samples_per_s"], reverse=True)
+    return with_this_run(published_medians(workload, precision, seq_len, num_gpus, published), entries,
+                         "samples_per_s")
 
 
 def add_vs_published(results: list[dict[str, Any]], environment: dict[str, Any],

@@ -148,12 +148,7 @@ def _print(a, top: int) -> None:
               f"{s['host_gpus']} GPUs) + electricity for GPU TDP + host at {s['utilization']:.0%} utilisation, "
               f"{s['electricity_price_usd_per_kwh']:.3f} USD/kWh, {s['years']:g} years. Price = purchase of the "
               "build; per W = per W of GPU TDP; range = low-high band.")
-    for note in a.notes:
-        con.print(f"- {escape(note)}")
-    if a.excluded:
-        con.print(f"[dim]left out: {len(a.excluded)} GPU(s) ("
-                  + escape("; ".join(f"{x['gpu']}: {x['reason']}" for x in a.excluded[:4]))
-                  + ("; ..." if len(a.excluded) > 4 else "") + "; --json lists all)[/]")
+    _print_notes(con, a)
     if not a.options:
         con.print("[red]no GPU in the catalogue matches these filters[/]")
 
@@ -201,11 +196,18 @@ def _print_llm(a, top: int) -> None:
     con.print(f"TCO = GPUs + host + electricity at {s['utilization']:.0%} utilisation "
               f"({s['hours_in_use']:,.0f} hours in use over {s['years']:g} years), "
               f"{s['electricity_price_usd_per_kwh']:.3f} USD/kWh; USD/h = TCO / hours in use; GiB = 2^30 bytes.")
+    _print_notes(con, a)
+    if not a.options:
+        con.print("[red]no build in the catalogue meets these requirements[/]")
+
+
+def _print_notes(con, a) -> None:
+    """An advice's notes, then the GPUs it left out (the first four, with why)."""
+    from rich.markup import escape
+
     for note in a.notes:
         con.print(f"- {escape(note)}")
     if a.excluded:
         con.print(f"[dim]left out: {len(a.excluded)} GPU(s) ("
                   + escape("; ".join(f"{x['gpu']}: {x['reason']}" for x in a.excluded[:4]))
                   + ("; ..." if len(a.excluded) > 4 else "") + "; --json lists all)[/]")
-    if not a.options:
-        con.print("[red]no build in the catalogue meets these requirements[/]")

@@ -93,3 +93,38 @@ def cuda_graph_skips() -> int | None:
         return int(counters["inductor"]["cudagraph_skips"])
     except Exception:  # private API: its absence only loses a diagnostic
         return None
+
+
+class CompileWatch:
+    """TorchDynamo's counters around one measurement: recompilations after the compile steps, and graphs Inductor
+    ran without CUDA graphs. Made before the first compiled step; `compile_done()` after the compile steps,
+    `check(warning)` after the steps that must not recompile, `read()` at the end. Never inside a timed loop."""
+
+    def __init__(self, compiled: bool, cuda_graphs: bool) -> None:
+        self.enabled = compiled
+        self.cuda_graphs = cuda_graphs
+        self.skips_before = cuda_graph_skips()
+        self.compiles: int | None = None
+        self.warnings: list[str] = []
+
+    def compile_done(self) -> None:
+        """The compile steps are done: any later change of the frame statistics is a recompilation."""
+        self.compiles = compile_counters()
+
+    def check(self, warning: str) -> None:
+        """Keep `warning` if torch.compile recompiled since `compile_done()`."""
+        after = compile_counters()
+        if self.enabled and self.compiles is not None and after != self.compiles:
+            self.warnings.append(warning)
+
+    def read(self) -> tuple[list[str], int | None]:
+        """The warnings kept, plus one for graphs run without CUDA graphs; and how many those were (None when
+        CUDA graphs were not used or the counters could not be read)."""
+        skips_after = cuda_graph_skips()
+        graph_skips = None
+        if self.cuda_graphs and self.skips_before is not None and skips_after is not None:
+            graph_skips = skips_after - self.skips_before
+            if graph_skips:
+                self.warnings.append(f"CUDA graphs skipped for {graph_skips} compiled graph(s): those ran without "
+                                     "graphs (TORCH_LOGS=cudagraphs says why)")
+        return self.warnings, graph_skips

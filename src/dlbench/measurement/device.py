@@ -9,7 +9,10 @@ Imports torch only inside `DeviceFacts.detect` (the planner calls it in a child 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
 
 
 @dataclass
@@ -67,3 +70,14 @@ def resolve_device(requested: str, facts: DeviceFacts | None = None) -> str:
     if requested == "cuda":
         return requested  # no GPU: `check_device` / `capabilities.unsupported_reason` say so
     return "mps" if facts.mps_available else "cpu"
+
+
+def use_device(requested: str) -> torch.device:
+    """The `torch.device` that `requested` names here (`resolve_device`), made torch's current CUDA device when it
+    is one (so a bare "cuda" inside the measurement means it too)."""
+    import torch
+
+    device = torch.device(resolve_device(requested))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device

@@ -251,8 +251,8 @@ class GenerateScenario(Scenario):
 
         from dlbench.catalog.models import kv_cache_bytes
         from dlbench.measurement.clocks import clock_for
-        from dlbench.measurement.compile import compile_counters, cuda_graph_skips
-        from dlbench.measurement.device import resolve_device
+        from dlbench.measurement.compile import CompileWatch
+        from dlbench.measurement.device import use_device
         from dlbench.measurement.inference_precision import apply_inference_precision, compute_dtype
         from dlbench.measurement.memory import (
             peak_memory,
@@ -263,9 +263,7 @@ class GenerateScenario(Scenario):
         from dlbench.measurement.seeding import seed_everything
 
         settings = self.settings(config)
-        device = torch.device(resolve_device(config.device))
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        device = use_device(config.device)
         warnings: list[str] = []
 
         def report(phase: str, done: int, total: int) -> None:
@@ -286,7 +284,7 @@ class GenerateScenario(Scenario):
             clock = clock_for(device)
             total_bytes, read_bytes = weight_bytes_read(model)
             element = model.get_input_embeddings().weight.element_size()  # the cache holds activations' dtype
-            skips_before = cuda_graph_skips()
+            watch = CompileWatch(config.compile != "off", gen.cuda_graphs)
 
             compile_time_s = None
             if config.compile != "off":
@@ -299,7 +297,7 @@ class GenerateScenario(Scenario):
                 clock.synchronize()
                 compile_time_s = time.perf_counter() - start
                 report("compile", 1, 1)
-            compiles_before = compile_counters()
+            watch.compile_done()
 
             warmup = []
             for i in range(settings.warmup_steps):
@@ -329,13 +327,8 @@ class GenerateScenario(Scenario):
                     telemetry = sampler.stop()
             peak_bytes, reserved_bytes = peak_memory(device), peak_reserved(device)
 
-        compiles_after = compile_counters()
-        if config.compile != "off" and compiles_before is not None and compiles_after != compiles_before:
-            warnings.append("torch.compile recompiled after the compile generation: warm-up/measured steps include it")
-        skips_after = cuda_graph_skips()
-        if gen.cuda_graphs and skips_before is not None and skips_after is not None and skips_after > skips_before:
-            warnings.append(f"CUDA graphs skipped for {skips_after - skips_before} compiled graph(s): those ran "
-                            "without graphs (TORCH_LOGS=cudagraphs says why)")
+        watch.check("torch.compile recompiled after the compile generation: warm-up/measured steps include it")
+        warnings.extend(watch.read()[0])  # the skip count is in the warning only, not in precision_flags
         device_name, device_memory = _device_identity(device)
         flags.update({"compile_mode": config.compile, "compiled": "decode step" if config.compile != "off" else None,
                       "prefill": "eager", "cuda_graphs": gen.cuda_graphs, "kv_cache": "static",

@@ -37,8 +37,7 @@ from dlbench.analysis.configuration import INFERENCE_PRECISIONS
 from dlbench.measurement.clocks import clock_for, timed_steps
 from dlbench.measurement.compile import (
     COMPILE_STEPS,
-    compile_counters,
-    cuda_graph_skips,
+    CompileWatch,
     step_begin_marker,
     uses_cuda_graphs,
 )
@@ -171,14 +170,12 @@ class InferScenario(Scenario):
         """The measurement (module docstring): raw values only."""
         import torch
 
-        from dlbench.measurement.device import resolve_device
+        from dlbench.measurement.device import use_device
         from dlbench.measurement.inference_precision import apply_inference_precision, compute_dtype
         from dlbench.measurement.seeding import seed_everything
 
         settings = self.settings(config)
-        device = torch.device(resolve_device(config.device))
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        device = use_device(config.device)
         warnings: list[str] = []
 
         seed_everything(config.seed)
@@ -215,7 +212,7 @@ class InferScenario(Scenario):
 
         offline_step, latency_step = step_on(batch), step_on(single)
         clock = clock_for(device)
-        skips_before = cuda_graph_skips()
+        watch = CompileWatch(config.compile != "off", cuda_graphs)
 
         def report(phase: str, done: int, total: int) -> None:
             if progress is not None:
@@ -234,11 +231,9 @@ class InferScenario(Scenario):
             report("compile", COMPILE_STEPS, COMPILE_STEPS)
             return elapsed
 
-        def check_recompiles(before: int | None, mode_name: str) -> None:
-            after = compile_counters()
-            if config.compile != "off" and before is not None and after != before:
-                warnings.append(f"torch.compile recompiled after the {mode_name} compile steps: its warm-up or "
-                                "measured steps include it")
+        def check_recompiles(mode_name: str) -> None:
+            watch.check(f"torch.compile recompiled after the {mode_name} compile steps: its warm-up or "
+                        "measured steps include it")
 
         repeats: list[dict[str, list[float]]] = [{} for _ in range(settings.repeats)]
         telemetry = None
@@ -247,7 +242,7 @@ class InferScenario(Scenario):
             if cuda_graphs:
                 peak_memory_reset(device)
             compile_offline = compile_steps(offline_step)
-            compiles = compile_counters()
+            watch.compile_done()
             if settings.warmup_steps:
                 report("warmup", 0, settings.warmup_steps)
             warmup = timed_steps(offline_step, settings.warmup_steps, clock)
@@ -275,11 +270,11 @@ class InferScenario(Scenario):
                     telemetry = sampler.stop()
             peak_bytes = peak_memory(device)
             reserved_bytes = peak_reserved(device)
-            check_recompiles(compiles, "offline")
+            check_recompiles("offline")
 
             # 2. latency: one batch-1 request at a time
             compile_latency = compile_steps(latency_step)
-            compiles = compile_counters()
+            watch.compile_done()
             latency_warmup = request_times(latency_step, settings.warmup_steps, clock)
             total = settings.latency_requests * settings.repeats
             report("latency", 0, total)
@@ -288,15 +283,10 @@ class InferScenario(Scenario):
                     sync()
                 repeats[r]["request_times_s"] = request_times(latency_step, settings.latency_requests, clock)
                 report("latency", (r + 1) * settings.latency_requests, total)
-            check_recompiles(compiles, "latency")
+            check_recompiles("latency")
 
-        skips_after = cuda_graph_skips()
-        graph_skips = None
-        if cuda_graphs and skips_before is not None and skips_after is not None:
-            graph_skips = skips_after - skips_before
-            if graph_skips:
-                warnings.append(f"CUDA graphs skipped for {graph_skips} compiled graph(s): those ran without graphs "
-                                "(TORCH_LOGS=cudagraphs says why)")
+        compile_warnings, graph_skips = watch.read()
+        warnings.extend(compile_warnings)
         try:
             flops = forward_flops_per_sample(config.workload, config.flavour, workload.seq_len(config))
         except Exception as exc:  # a workload whose ops cannot run on the meta device: no count, say why

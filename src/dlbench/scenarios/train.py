@@ -50,8 +50,7 @@ from dlbench.analysis.configuration import TRAIN_PRECISIONS
 from dlbench.measurement.clocks import clock_for, timed_steps
 from dlbench.measurement.compile import (
     COMPILE_STEPS,
-    compile_counters,
-    cuda_graph_skips,
+    CompileWatch,
     step_begin_marker,
     uses_cuda_graphs,
 )
@@ -230,14 +229,12 @@ class TrainScenario(Scenario):
         """The measurement itself (steps 1-4 of the module docstring): raw values only."""
         import torch
 
-        from dlbench.measurement.device import resolve_device
+        from dlbench.measurement.device import use_device
         from dlbench.measurement.precision import apply_precision, precision_flags
         from dlbench.measurement.seeding import seed_everything
 
         train = self.settings(config)
-        device = torch.device(resolve_device(config.device))
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        device = use_device(config.device)
         warnings: list[str] = []
 
         seed_everything(config.seed)
@@ -259,7 +256,7 @@ class TrainScenario(Scenario):
         cuda_graphs = uses_cuda_graphs(config.compile, device.type)
         step = make_train_step(model, optimizer, batch, setup, cuda_graphs=cuda_graphs)
         clock = clock_for(device)
-        skips_before = cuda_graph_skips()
+        watch = CompileWatch(config.compile != "off", cuda_graphs)
 
         def report(phase: str, done: int, total: int) -> None:
             if progress is not None:
@@ -277,7 +274,7 @@ class TrainScenario(Scenario):
             clock.synchronize()
             compile_time_s = time.perf_counter() - start
             report("compile", COMPILE_STEPS, COMPILE_STEPS)
-        compiles_before = compile_counters()
+        watch.compile_done()
 
         if train.warmup_steps:
             report("warmup", 0, train.warmup_steps)
@@ -311,16 +308,9 @@ class TrainScenario(Scenario):
         peak_bytes = peak_memory(device)
         reserved_bytes = peak_reserved(device)
 
-        compiles_after = compile_counters()
-        if config.compile != "off" and compiles_before is not None and compiles_after != compiles_before:
-            warnings.append("torch.compile recompiled after the compile steps: warm-up/measured steps include it")
-        skips_after = cuda_graph_skips()
-        graph_skips = None
-        if cuda_graphs and skips_before is not None and skips_after is not None:
-            graph_skips = skips_after - skips_before
-            if graph_skips:
-                warnings.append(f"CUDA graphs skipped for {graph_skips} compiled graph(s): those ran without graphs "
-                                "(TORCH_LOGS=cudagraphs says why)")
+        watch.check("torch.compile recompiled after the compile steps: warm-up/measured steps include it")
+        compile_warnings, graph_skips = watch.read()
+        warnings.extend(compile_warnings)
 
         try:
             flops = flops_per_sample(config.workload, config.flavour, workload.seq_len(config))
